@@ -1,0 +1,3 @@
+from waypost.cli import main
+
+raise SystemExit(main())

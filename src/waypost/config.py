@@ -1,0 +1,65 @@
+"""Project configuration from `waypost.toml` (found by walking up, like the store)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from waypost.durations import parse_duration
+from waypost.errors import InvalidInput
+
+CONFIG_FILE = "waypost.toml"
+
+
+class Config(msgspec.Struct, frozen=True, kw_only=True):
+    long_running_after: float = 600.0  # --expect above this classifies a run long_running
+    max_artifact_bytes: int = 64 * 1024 * 1024  # larger files are refused by `artifact add`
+    output_tail_bytes: int = 4096  # how much command output the packet keeps inline
+    evidence_timeout: float = 3600.0  # `evidence run` kills the command after this
+    path: str | None = None  # where the config was read from
+
+
+def find_config(start: Path | None = None) -> Path | None:
+    here = (start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        if (folder / CONFIG_FILE).is_file():
+            return folder / CONFIG_FILE
+    return None
+
+
+def load_config(start: Path | None = None) -> Config:
+    path = find_config(start)
+    if path is None:
+        return Config()
+    import tomllib
+
+    try:
+        raw: dict[str, Any] = tomllib.loads(path.read_text("utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise InvalidInput(f"cannot read {path}: {exc}") from exc
+    return _from_table(raw, str(path))
+
+
+def _from_table(raw: dict[str, Any], where: str) -> Config:
+    runs = raw.get("runs", {})
+    limits = raw.get("limits", {})
+    known = {"runs": {"long_running_after"},
+             "limits": {"max_artifact_bytes", "output_tail_bytes", "evidence_timeout"}}
+    for table, keys in known.items():
+        unknown = set(raw.get(table, {})) - keys
+        if unknown:
+            names = ", ".join(sorted(unknown))
+            raise InvalidInput(f"{where}: unknown key(s) in [{table}]: {names}")
+    values: dict[str, Any] = {"path": where}
+    if "long_running_after" in runs:
+        values["long_running_after"] = parse_duration(str(runs["long_running_after"]))
+    if "evidence_timeout" in limits:
+        values["evidence_timeout"] = parse_duration(str(limits["evidence_timeout"]))
+    for key in ("max_artifact_bytes", "output_tail_bytes"):
+        if key in limits:
+            if not isinstance(limits[key], int) or limits[key] < 0:
+                raise InvalidInput(f"{where}: [limits] {key} must be a whole number of bytes")
+            values[key] = limits[key]
+    return Config(**values)

@@ -1,0 +1,83 @@
+"""Evidence that was actually checked: running a command and recording what happened."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import IO
+
+import msgspec
+
+from waypost.model import Assurance, EvidenceKind, Packet, Verdict
+from waypost.runs import Run
+
+Echo = Callable[[bytes], None]
+
+
+class CommandOutcome(msgspec.Struct, frozen=True, kw_only=True):
+    exit_code: int | None  # None: killed at the timeout
+    duration_s: float
+    output: bytes  # stdout and stderr, interleaved
+    timed_out: bool = False
+
+
+def run_command(argv: Sequence[str], *, cwd: str | None = None, timeout: float = 3600.0,
+                echo: Echo | None = None) -> CommandOutcome:
+    """Run `argv`, capturing (and optionally echoing) its combined output."""
+    began = time.monotonic()
+    try:
+        proc = subprocess.Popen(list(argv), cwd=cwd, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    except OSError as exc:
+        return CommandOutcome(exit_code=127, duration_s=time.monotonic() - began,
+                              output=f"cannot run {argv[0]!r}: {exc.strerror}\n".encode())
+    chunks: list[bytes] = []
+    reader = threading.Thread(target=_pump, args=(proc.stdout, chunks, echo), daemon=True)
+    reader.start()
+    timed_out = False
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        timed_out = True
+    reader.join()
+    return CommandOutcome(exit_code=None if timed_out else proc.returncode,
+                          duration_s=time.monotonic() - began, output=b"".join(chunks),
+                          timed_out=timed_out)
+
+
+def _pump(stream: IO[bytes] | None, chunks: list[bytes], echo: Echo | None) -> None:
+    assert stream is not None
+    for chunk in iter(lambda: os.read(stream.fileno(), 65536), b""):
+        chunks.append(chunk)
+        if echo is not None:
+            echo(chunk)
+
+
+def tail(data: bytes, limit: int) -> str:
+    text = data[-limit:].decode("utf-8", errors="replace") if limit else ""
+    return ("…" + text) if len(data) > limit else text
+
+
+def record_command(run: Run, argv: Sequence[str], *, kind: EvidenceKind = EvidenceKind.COMMAND,
+                   cwd: str | None = None, timeout: float = 3600.0, tail_bytes: int = 4096,
+                   echo: Echo | None = None, gate: str | None = None,
+                   assurance: Assurance = Assurance.RECORDED) -> Packet:
+    """Run the command and record what happened as evidence (assurance `recorded`)."""
+    outcome = run_command(argv, cwd=cwd, timeout=timeout, echo=echo)
+    log_sha = run.store.put_blob(outcome.output)
+    command = shlex.join(argv)
+    if outcome.timed_out:
+        summary = f"`{command}` was killed after {timeout:.0f}s (timeout)"
+    else:
+        summary = f"`{command}` exited {outcome.exit_code} in {outcome.duration_s:.2f}s"
+    verdict = Verdict.PASSED if outcome.exit_code == 0 else Verdict.FAILED
+    return run.record_evidence(
+        kind=kind, verdict=verdict, assurance=assurance, summary=summary, command=command,
+        cwd=cwd, exit_code=outcome.exit_code, duration_s=round(outcome.duration_s, 3),
+        output_tail=tail(outcome.output, tail_bytes), log_sha256=log_sha, gate=gate)

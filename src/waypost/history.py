@@ -1,0 +1,68 @@
+"""The append-only history: building hash-chained events and verifying a run's chain."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from datetime import datetime
+
+from waypost.errors import IntegrityError, WaypostError
+from waypost.machine import apply
+from waypost.model import AnyEventData, Event, Packet, from_json, to_json
+
+GENESIS = "0" * 64
+
+
+def event_hash(
+    *, prev_hash: str, run_id: str, seq: int, at: datetime, actor: str, epoch: int | None,
+    data: AnyEventData,
+) -> str:
+    body = to_json([prev_hash, run_id, seq, at, actor, epoch, data])
+    return hashlib.sha256(body).hexdigest()
+
+
+def make_event(
+    packet: Packet | None, run_id: str, data: AnyEventData, *, actor: str, at: datetime,
+    epoch: int | None = None, prev_hash: str = GENESIS,
+) -> Event:
+    """The next event of `packet` (None for a new run), chained to `prev_hash`."""
+    seq = 1 if packet is None else packet.version + 1
+    data = _canonical(data)
+    digest = event_hash(prev_hash=prev_hash, run_id=run_id, seq=seq, at=at, actor=actor,
+                        epoch=epoch, data=data)
+    return Event(run_id=run_id, seq=seq, at=at, actor=actor, epoch=epoch, data=data,
+                 prev_hash=prev_hash, hash=digest)
+
+
+def _canonical(data: AnyEventData) -> AnyEventData:
+    """Round-trip through JSON so the event in memory is exactly what will be read back
+    (an int given for a float field becomes a float), validating it on the way."""
+    return from_json(to_json(data), AnyEventData)  # type: ignore[arg-type]
+
+
+def verify_run(run_id: str, events: Sequence[Event], stored: Packet) -> None:
+    """Recompute the hash chain and the fold; raise IntegrityError naming run and seq."""
+    prev = GENESIS
+    packet: Packet | None = None
+    for expected_seq, event in enumerate(events, start=1):
+        where = f"run {run_id} seq {event.seq}"
+        if event.seq != expected_seq:
+            raise IntegrityError(f"{where}: expected seq {expected_seq} (a gap or reorder)")
+        if event.prev_hash != prev:
+            raise IntegrityError(f"{where}: prev_hash does not match the previous event")
+        digest = event_hash(prev_hash=event.prev_hash, run_id=event.run_id, seq=event.seq,
+                            at=event.at, actor=event.actor, epoch=event.epoch, data=event.data)
+        if digest != event.hash:
+            raise IntegrityError(f"{where}: hash mismatch (the event was altered)")
+        try:
+            packet = apply(packet, event)
+        except WaypostError as exc:
+            raise IntegrityError(f"{where}: does not replay: {exc.message}") from exc
+        prev = event.hash
+    if packet is None:
+        raise IntegrityError(f"run {run_id}: no events")
+    if packet != stored:
+        raise IntegrityError(
+            f"run {run_id}: the stored packet (version {stored.version}) differs from the "
+            f"fold of its {len(events)} events"
+        )

@@ -1,0 +1,369 @@
+"""The checkpoint packet (`waypost.packet/v1`), its parts, and the events that build it.
+
+Everything here is a frozen, keyword-only msgspec record: decoding validates types and
+refuses unknown fields, naming the offending path (`$.stop_rules.max_silence`).
+"""
+
+from __future__ import annotations
+
+import enum
+from datetime import datetime
+from typing import Any, Literal, TypeVar
+
+import msgspec
+
+from waypost.errors import InvalidInput
+
+SCHEMA = "waypost.packet/v1"
+
+
+class Record(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """Base for every stored shape."""
+
+
+class Kind(enum.StrEnum):
+    BOUNDED = "bounded"  # finishes inline: no detach, no watcher
+    LONG_RUNNING = "long_running"  # detached: owner, target and stop rules recorded first
+
+
+class State(enum.StrEnum):
+    IN_PROGRESS = "in_progress"  # a worker holds the lease and is working
+    BLOCKED = "blocked"  # one or more open blockers; nothing proceeds
+    READY_FOR_REVIEW = "ready_for_review"  # a result packet exists; waiting for the owner
+    APPROVED = "approved"  # gates passed; final delivery queued
+    DELIVERED = "delivered"  # final completion reached the target (terminal)
+    CANCELLED = "cancelled"  # stopped by the owner with a reason (terminal)
+
+
+TERMINAL = frozenset({State.DELIVERED, State.CANCELLED})
+
+
+class BlockerKind(enum.StrEnum):
+    MISSING_INPUT = "missing_input"  # an input the work needs was not given
+    FAILED_COMMAND = "failed_command"  # a command the work depends on failed
+    PERMISSION_BOUNDARY = "permission_boundary"  # the next step needs authority the worker lacks
+    UNAVAILABLE_RESOURCE = "unavailable_resource"  # a service, machine or credential is down
+    WORKER_SILENT = "worker_silent"  # the watchdog saw no heartbeat past max_silence
+    DEADLINE_PASSED = "deadline_passed"  # the stop rules' deadline passed
+    DELIVERY_FAILED = "delivery_failed"  # the final delivery failed for good
+    OTHER = "other"  # anything else, named in the detail
+
+
+class ArtifactRole(enum.StrEnum):
+    DRAFT = "draft"  # work in progress
+    REPORT = "report"  # a write-up for people
+    RESULT = "result"  # the deliverable itself
+    LOG = "log"  # output of a command
+    REVIEW = "review"  # the reviewer's notes
+    OTHER = "other"  # anything else
+
+
+class EvidenceKind(enum.StrEnum):
+    BUILD = "build"  # a build ran
+    TEST = "test"  # tests ran
+    LINT = "lint"  # a linter or type checker ran
+    GREP = "grep"  # a pattern was searched for
+    INSPECT = "inspect"  # an artifact was inspected
+    LIVE_CHECK = "live_check"  # a live endpoint was checked
+    COMMAND = "command"  # any other command
+    SKIPPED = "skipped"  # a check that could not run, with the reason
+
+
+class Verdict(enum.StrEnum):
+    PASSED = "passed"  # the check ran and passed
+    FAILED = "failed"  # the check ran and failed
+    SKIPPED = "skipped"  # the check could not run; the reason is named
+
+
+class Assurance(enum.StrEnum):
+    REPORTED = "reported"  # a claim typed by hand
+    RECORDED = "recorded"  # waypost ran the command itself and recorded what happened
+    RECHECKED = "rechecked"  # the owner re-ran it at review, in the owner's environment
+
+
+class Liveness(enum.StrEnum):
+    FRESH = "fresh"  # heard from within the heartbeat interval
+    LATE = "late"  # past the heartbeat interval
+    SILENT = "silent"  # past max_silence: the watchdog acts
+
+
+class Authority(enum.StrEnum):
+    APPROVE = "approve"  # may approve the run
+    DELIVER = "deliver"  # may deliver the result
+
+
+class StopRules(Record, frozen=True, kw_only=True):
+    deadline: datetime | None = None
+    heartbeat_interval: float | None = None  # seconds
+    max_silence: float | None = None  # seconds
+    max_attempts: int | None = None
+    budget: str | None = None
+    review_within: float | None = None  # seconds
+
+
+class Lease(Record, frozen=True, kw_only=True):
+    actor: str
+    epoch: int  # fencing token: writes from an older epoch are refused
+    acquired_at: datetime
+    expires_at: datetime | None = None
+
+
+class Blocker(Record, frozen=True, kw_only=True):
+    id: str
+    kind: BlockerKind
+    detail: str
+    opened_at: datetime
+    opened_by: str
+    resolved_at: datetime | None = None
+    resolved_by: str | None = None
+    resolution: str | None = None
+
+    @property
+    def is_open(self) -> bool:
+        return self.resolved_at is None
+
+
+class Artifact(Record, frozen=True, kw_only=True):
+    name: str
+    role: ArtifactRole
+    path: str | None = None
+    url: str | None = None
+    sha256: str | None = None
+    bytes: int | None = None
+    media_type: str = "application/octet-stream"
+    stored: bool = False  # a copy lives in the store's blob area
+    recorded_at: datetime
+    recorded_by: str
+
+
+class Evidence(Record, frozen=True, kw_only=True):
+    id: str
+    kind: EvidenceKind
+    verdict: Verdict
+    assurance: Assurance
+    summary: str
+    command: str | None = None
+    cwd: str | None = None
+    exit_code: int | None = None
+    duration_s: float | None = None
+    output_tail: str | None = None
+    log_sha256: str | None = None
+    reason: str | None = None  # required when the verdict is skipped
+    artifacts: tuple[str, ...] = ()
+    gate: str | None = None
+    recorded_at: datetime
+    recorded_by: str
+
+
+class Gate(Record, frozen=True, kw_only=True):
+    name: str
+    check: str  # KIND:ARG, e.g. "command:pytest -q", "artifact:draft.md"
+    required: bool = True
+
+
+class Result(Record, frozen=True, kw_only=True):
+    summary: str
+    public_summary: str | None = None
+    artifacts: tuple[str, ...] = ()
+    submitted_at: datetime
+    submitted_by: str
+
+
+class Progress(Record, frozen=True, kw_only=True):
+    note: str | None = None
+    fraction: float | None = None
+    last_heartbeat: datetime | None = None
+    heartbeats: int = 0
+
+
+class Transfer(Record, frozen=True, kw_only=True):
+    authority: Authority
+    to: str
+    by: str
+    at: datetime
+
+
+class ChangeRequest(Record, frozen=True, kw_only=True):
+    reason: str
+    by: str
+    at: datetime
+
+
+class Observed(Record, frozen=True, kw_only=True):
+    """Derived when the packet is read; never stored and never part of the fold."""
+
+    as_of: datetime
+    liveness: Liveness | None = None
+    silent_for_s: float | None = None
+    watch: str
+    delivery: str
+
+
+class Packet(Record, frozen=True, kw_only=True):
+    schema: Literal["waypost.packet/v1"] = "waypost.packet/v1"
+    id: str
+    title: str
+    kind: Kind
+    state: State
+    resume_state: State | None = None  # where `blocked` returns once its last blocker is resolved
+    version: int
+    owner: str
+    created_by: str
+    worker: Lease | None = None
+    target: str
+    notify: str | None = None
+    stop_rules: StopRules = StopRules()
+    gates: tuple[Gate, ...] = ()
+    blockers: tuple[Blocker, ...] = ()
+    artifacts: tuple[Artifact, ...] = ()
+    evidence: tuple[Evidence, ...] = ()
+    result: Result | None = None
+    progress: Progress = Progress()
+    transfers: tuple[Transfer, ...] = ()
+    change_requests: tuple[ChangeRequest, ...] = ()
+    cancel_reason: str | None = None
+    idempotency_key: str | None = None
+    created_at: datetime
+    updated_at: datetime
+    observed: Observed | None = None
+
+    @property
+    def open_blockers(self) -> tuple[Blocker, ...]:
+        return tuple(b for b in self.blockers if b.is_open)
+
+    def artifact(self, name: str) -> Artifact | None:
+        return next((a for a in reversed(self.artifacts) if a.name == name), None)
+
+
+# --- events ---------------------------------------------------------------------------
+
+
+class EventData(Record, frozen=True, tag_field="type"):
+    """Base of every event body; the class name (snake_case) is its `type`."""
+
+
+class Started(EventData, tag="started", frozen=True, kw_only=True):
+    title: str
+    kind: Kind
+    owner: str
+    target: str
+    notify: str | None = None
+    worker: str | None = None
+    lease_expires_at: datetime | None = None
+    stop_rules: StopRules = StopRules()
+    gates: tuple[Gate, ...] = ()
+    idempotency_key: str | None = None
+
+
+class Claimed(EventData, tag="claimed", frozen=True, kw_only=True):
+    epoch: int
+    lease_expires_at: datetime | None = None
+    took_over_from: str | None = None
+
+
+class Heartbeat(EventData, tag="heartbeat", frozen=True, kw_only=True):
+    note: str | None = None
+    fraction: float | None = None
+    lease_expires_at: datetime | None = None
+
+
+class BlockerOpened(EventData, tag="blocker_opened", frozen=True, kw_only=True):
+    blocker_id: str
+    kind: BlockerKind
+    detail: str
+
+
+class BlockerResolved(EventData, tag="blocker_resolved", frozen=True, kw_only=True):
+    blocker_id: str
+    resolution: str
+
+
+class ArtifactRecorded(EventData, tag="artifact_recorded", frozen=True, kw_only=True):
+    artifact: Artifact
+
+
+class EvidenceRecorded(EventData, tag="evidence_recorded", frozen=True, kw_only=True):
+    evidence: Evidence
+
+
+class MarkedReady(EventData, tag="marked_ready", frozen=True, kw_only=True):
+    summary: str
+    public_summary: str | None = None
+    artifacts: tuple[str, ...] = ()
+
+
+class ChangesRequested(EventData, tag="changes_requested", frozen=True, kw_only=True):
+    reason: str
+
+
+class AuthorityTransferred(EventData, tag="authority_transferred", frozen=True, kw_only=True):
+    authority: Authority
+    to: str
+
+
+class Cancelled(EventData, tag="cancelled", frozen=True, kw_only=True):
+    reason: str
+
+
+AnyEventData = (
+    Started
+    | Claimed
+    | Heartbeat
+    | BlockerOpened
+    | BlockerResolved
+    | ArtifactRecorded
+    | EvidenceRecorded
+    | MarkedReady
+    | ChangesRequested
+    | AuthorityTransferred
+    | Cancelled
+)
+
+
+class Event(Record, frozen=True, kw_only=True):
+    run_id: str
+    seq: int
+    at: datetime
+    actor: str
+    epoch: int | None = None  # the lease epoch the actor wrote under, when it is a worker
+    data: AnyEventData
+    prev_hash: str
+    hash: str
+
+    @property
+    def type(self) -> str:
+        return str(type(self.data).__struct_config__.tag)
+
+
+# --- JSON ---------------------------------------------------------------------------------
+
+_encoder = msgspec.json.Encoder()
+T = TypeVar("T")
+
+
+def to_json(obj: Any) -> bytes:
+    return _encoder.encode(obj)
+
+
+def to_builtins(obj: Any) -> Any:
+    return msgspec.to_builtins(obj)
+
+
+def from_json(data: bytes | str, type_: type[T]) -> T:
+    """Decode and validate; a bad document raises InvalidInput naming the field."""
+    try:
+        return msgspec.json.decode(data, type=type_)
+    except msgspec.ValidationError as exc:
+        raise InvalidInput(
+            f"invalid {type_.__name__}: {exc}",
+            hint="compare the document with `waypost schema`",
+        ) from exc
+    except msgspec.DecodeError as exc:
+        raise InvalidInput(f"malformed JSON: {exc}") from exc
+
+
+def packet_schema() -> dict[str, Any]:
+    """The JSON Schema of the packet as `show --json` prints it."""
+    schema: dict[str, Any] = msgspec.json.schema(Packet)
+    schema["$id"] = SCHEMA
+    return schema

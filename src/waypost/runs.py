@@ -1,0 +1,245 @@
+"""Use cases: start a run, and a `Run` handle for everything that happens to it afterwards.
+
+Every write goes the same way: read the packet, build one event, `apply` it (the rules),
+and commit event + packet with the version guard. A version conflict re-reads and
+re-decides, so concurrent heartbeats never lose each other.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import time
+from collections.abc import Callable, Sequence
+from datetime import datetime, timedelta
+
+from waypost.config import Config
+from waypost.durations import new_run_id, parse_deadline, utcnow
+from waypost.errors import InvalidInput, StoreError, VersionConflict
+from waypost.history import make_event
+from waypost.machine import apply, next_blocker_id, next_evidence_id
+from waypost.model import (
+    AnyEventData,
+    Artifact,
+    ArtifactRecorded,
+    ArtifactRole,
+    Assurance,
+    Authority,
+    AuthorityTransferred,
+    BlockerKind,
+    BlockerOpened,
+    BlockerResolved,
+    Cancelled,
+    ChangesRequested,
+    Claimed,
+    Evidence,
+    EvidenceKind,
+    EvidenceRecorded,
+    Gate,
+    Heartbeat,
+    Kind,
+    MarkedReady,
+    Packet,
+    Started,
+    StopRules,
+    Verdict,
+    to_json,
+)
+from waypost.store.base import Store
+
+Clock = Callable[[], datetime]
+MAX_ATTEMPTS = 200
+
+
+def classify(kind: Kind | None, expect: float | None, threshold: float) -> Kind:
+    """Explicit kind wins; else `expect` against the threshold; else bounded."""
+    if kind is not None:
+        return kind
+    if expect is not None and expect > threshold:
+        return Kind.LONG_RUNNING
+    return Kind.BOUNDED
+
+
+def parse_gate(spec: str) -> Gate:
+    """`NAME=KIND:ARG` (a trailing `?` on NAME makes the gate optional)."""
+    name, sep, check = spec.partition("=")
+    if not sep or not name.strip() or (":" not in check and check != "no-private"):
+        raise InvalidInput(f"bad gate {spec!r}",
+                           hint="write NAME=KIND:ARG, e.g. tests='command:pytest -q'")
+    required = not name.endswith("?")
+    return Gate(name=name.rstrip("?").strip(), check=check.strip(), required=required)
+
+
+def start(
+    store: Store, title: str, *, actor: str, owner: str | None = None,
+    target: str | None = None, notify: str | None = None, kind: Kind | None = None,
+    expect: float | None = None, deadline: datetime | str | None = None,
+    heartbeat_interval: float | None = None, max_silence: float | None = None,
+    review_within: float | None = None, gates: Sequence[Gate] = (), worker: str | None = None,
+    idempotency_key: str | None = None, config: Config | None = None,
+    clock: Clock = utcnow,
+) -> tuple[Run, bool]:
+    """Record a new run's packet before work begins; returns (run, created)."""
+    config = config or Config()
+    now = clock()
+    fingerprint = _fingerprint(title, owner, target, notify, kind, expect, deadline,
+                               heartbeat_interval, max_silence, review_within, gates, worker)
+    resolved_kind = classify(kind, expect, config.long_running_after)
+    if isinstance(deadline, str):
+        deadline = parse_deadline(deadline, now)
+    rules = StopRules(deadline=deadline, heartbeat_interval=heartbeat_interval,
+                      max_silence=max_silence, review_within=review_within)
+    data = Started(
+        title=title, kind=resolved_kind, owner=owner if owner is not None else actor,
+        target=target if target is not None else ("" if resolved_kind is Kind.LONG_RUNNING
+                                                  else "none:"),
+        notify=notify, worker=worker, lease_expires_at=_lease_until(rules, now),
+        stop_rules=rules, gates=tuple(gates), idempotency_key=idempotency_key,
+    )
+    run_id = new_run_id(now)
+    event = make_event(None, run_id, data, actor=actor, at=now)
+    packet, created = store.create(event, apply(None, event), fingerprint=fingerprint)
+    return Run(store, packet.id, actor=actor, clock=clock), created
+
+
+def _fingerprint(*params: object) -> str:
+    return hashlib.sha256(to_json([str(p) if isinstance(p, datetime) else p
+                                   for p in params])).hexdigest()
+
+
+def _lease_until(rules: StopRules, now: datetime) -> datetime | None:
+    seconds = rules.max_silence or (rules.heartbeat_interval or 0) * 3
+    return now + timedelta(seconds=seconds) if seconds else None
+
+
+class Run:
+    """A handle on one run, acting as `actor` (a worker passes its lease `epoch`)."""
+
+    def __init__(self, store: Store, run_id: str, *, actor: str, epoch: int | None = None,
+                 clock: Clock = utcnow, expected_version: int | None = None) -> None:
+        self.store = store
+        self.id = run_id
+        self.actor = actor
+        self.epoch = epoch
+        self.clock = clock
+        self.expected_version = expected_version
+
+    def __repr__(self) -> str:
+        return f"Run({self.id!r}, actor={self.actor!r}, epoch={self.epoch!r})"
+
+    @property
+    def packet(self) -> Packet:
+        return self.store.get(self.id)
+
+    def write(self, build: Callable[[Packet], AnyEventData]) -> Packet:
+        """The one write path: build an event from the current packet, apply, commit."""
+        for attempt in range(MAX_ATTEMPTS):
+            snap = self.store.load(self.id)
+            if self.expected_version not in (None, snap.packet.version):
+                raise VersionConflict(
+                    f"run {self.id} is at version {snap.packet.version}, "
+                    f"not {self.expected_version}",
+                    hint=f"read it again: waypost show {self.id}",
+                )
+            event = make_event(snap.packet, self.id, build(snap.packet), actor=self.actor,
+                               at=self.clock(), epoch=self.epoch, prev_hash=snap.head_hash)
+            packet = apply(snap.packet, event)
+            try:
+                self.store.commit(self.id, snap.packet.version, [event], packet)
+                return packet
+            except VersionConflict:
+                if self.expected_version is not None:
+                    raise
+                time.sleep(random.uniform(0, 0.002 * min(attempt + 1, 10)))
+        raise StoreError(f"run {self.id}: gave up after {MAX_ATTEMPTS} conflicting writes")
+
+    # --- the worker's verbs -----------------------------------------------------------
+
+    def claim(self) -> Packet:
+        """Take (or take over) the lease; the epoch goes up by one and fences the old holder."""
+
+        def build(p: Packet) -> Claimed:
+            holder = p.worker.actor if p.worker and p.worker.actor != self.actor else None
+            return Claimed(epoch=(p.worker.epoch if p.worker else 0) + 1,
+                           lease_expires_at=_lease_until(p.stop_rules, self.clock()),
+                           took_over_from=holder)
+
+        self.epoch = None
+        packet = self.write(build)
+        assert packet.worker is not None
+        self.epoch = packet.worker.epoch
+        return packet
+
+    def heartbeat(self, note: str | None = None, progress: float | None = None) -> Packet:
+        return self.write(lambda p: Heartbeat(
+            note=note, fraction=progress,
+            lease_expires_at=_lease_until(p.stop_rules, self.clock())))
+
+    def block(self, kind: BlockerKind, detail: str) -> tuple[Packet, str]:
+        ids: list[str] = []
+
+        def build(p: Packet) -> BlockerOpened:
+            ids[:] = [next_blocker_id(p)]
+            return BlockerOpened(blocker_id=ids[0], kind=kind, detail=detail)
+
+        packet = self.write(build)
+        return packet, ids[0]
+
+    def unblock(self, blocker_id: str, resolution: str) -> Packet:
+        return self.write(lambda p: BlockerResolved(blocker_id=blocker_id,
+                                                    resolution=resolution))
+
+    def add_artifact(self, artifact: Artifact) -> Packet:
+        return self.write(lambda p: ArtifactRecorded(artifact=artifact))
+
+    def record_evidence(
+        self, *, kind: EvidenceKind, verdict: Verdict, assurance: Assurance, summary: str,
+        command: str | None = None, cwd: str | None = None, exit_code: int | None = None,
+        duration_s: float | None = None, output_tail: str | None = None,
+        log_sha256: str | None = None, reason: str | None = None,
+        artifacts: Sequence[str] = (), gate: str | None = None,
+    ) -> Packet:
+        def build(p: Packet) -> EvidenceRecorded:
+            return EvidenceRecorded(evidence=Evidence(
+                id=next_evidence_id(p), kind=kind, verdict=verdict, assurance=assurance,
+                summary=summary, command=command, cwd=cwd, exit_code=exit_code,
+                duration_s=duration_s, output_tail=output_tail, log_sha256=log_sha256,
+                reason=reason, artifacts=tuple(artifacts), gate=gate,
+                recorded_at=self.clock(), recorded_by=self.actor))
+
+        return self.write(build)
+
+    def skip_evidence(self, kind: EvidenceKind, reason: str) -> Packet:
+        """A check that could not run, with the named reason (never fake confidence)."""
+        return self.record_evidence(kind=kind, verdict=Verdict.SKIPPED,
+                                    assurance=Assurance.REPORTED,
+                                    summary=f"skipped: {reason}", reason=reason)
+
+    def report_evidence(self, kind: EvidenceKind, verdict: Verdict, summary: str) -> Packet:
+        """A claim typed by hand: shown as `reported`, never as `recorded`."""
+        return self.record_evidence(kind=kind, verdict=verdict, assurance=Assurance.REPORTED,
+                                    summary=summary)
+
+    def ready(self, summary: str, public_summary: str | None = None,
+              artifacts: Sequence[str] = ()) -> Packet:
+        return self.write(lambda p: MarkedReady(summary=summary, public_summary=public_summary,
+                                                artifacts=tuple(artifacts)))
+
+    # --- the owner's verbs ------------------------------------------------------------
+
+    def changes(self, reason: str) -> Packet:
+        return self.write(lambda p: ChangesRequested(reason=reason))
+
+    def transfer(self, authority: Authority, to: str) -> Packet:
+        return self.write(lambda p: AuthorityTransferred(authority=authority, to=to))
+
+    def cancel(self, reason: str) -> Packet:
+        return self.write(lambda p: Cancelled(reason=reason))
+
+
+def artifact_role(value: str) -> ArtifactRole:
+    try:
+        return ArtifactRole(value)
+    except ValueError:
+        choices = ", ".join(r.value for r in ArtifactRole)
+        raise InvalidInput(f"unknown artifact role {value!r} (one of: {choices})") from None

@@ -1,0 +1,241 @@
+"""The embedded SQLite store: WAL, synchronous=FULL, BEGIN IMMEDIATE, short transactions."""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+import threading
+import time
+from collections.abc import Collection, Iterator, Sequence
+from contextlib import contextmanager
+from importlib import resources
+from pathlib import Path
+
+import msgspec
+
+from waypost.errors import (
+    IdempotencyConflict,
+    IntegrityError,
+    NotFound,
+    StoreError,
+    VersionConflict,
+)
+from waypost.liveness import next_check_at
+from waypost.model import Event, Packet, State, to_json
+from waypost.store.base import Snapshot, Store
+
+SCHEMA_VERSION = 1
+BUSY_TIMEOUT_MS = 60_000
+_packet_decoder = msgspec.json.Decoder(Packet)
+_event_decoder = msgspec.json.Decoder(Event)
+
+
+def _migrations() -> list[str]:
+    return [resources.files("waypost.store").joinpath("sqlite.sql").read_text("utf-8")]
+
+
+class SqliteStore(Store):
+    """One connection, guarded by a lock so threads may share the store."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.url = f"sqlite:///{self.path}"
+        self._lock = threading.RLock()
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(self.path, isolation_level=None,
+                                       check_same_thread=False,
+                                       timeout=BUSY_TIMEOUT_MS / 1000)
+            self._db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            self._db.execute("PRAGMA synchronous = FULL")
+            self._migrate()
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open the SQLite store at {self.path}: {exc}") from exc
+
+    # --- setup ------------------------------------------------------------------------
+
+    def _migrate(self) -> None:
+        (current,) = self._db.execute("PRAGMA user_version").fetchone()
+        if current >= SCHEMA_VERSION:
+            return
+        if self._db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+            self._db.execute("PRAGMA journal_mode = WAL")
+        with self._write() as db:
+            (current,) = db.execute("PRAGMA user_version").fetchone()
+            for number, script in enumerate(_migrations(), start=1):
+                if number > current:
+                    code = "\n".join(line.split("--")[0] for line in script.splitlines())
+                    for statement in code.split(";"):
+                        if statement.strip():
+                            db.execute(statement)
+            db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+    def pragmas(self) -> dict[str, object]:
+        with self._lock:
+            journal = self._db.execute("PRAGMA journal_mode").fetchone()[0]
+            sync = self._db.execute("PRAGMA synchronous").fetchone()[0]
+            (version,) = self._db.execute("PRAGMA user_version").fetchone()
+        return {"journal_mode": journal, "synchronous": {2: "full"}.get(sync, sync),
+                "schema_version": version}
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """One short BEGIN IMMEDIATE transaction; a busy database is waited for, then retried."""
+        with self._lock:
+            for attempt in range(20):
+                try:
+                    self._db.execute("BEGIN IMMEDIATE")
+                    break
+                except sqlite3.OperationalError as exc:
+                    if ("locked" not in str(exc) and "busy" not in str(exc)) or attempt == 19:
+                        raise StoreError(f"cannot begin a write: {exc}") from exc
+                    time.sleep(0.01 * (attempt + 1))
+            try:
+                yield self._db
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+
+    # --- writes -----------------------------------------------------------------------
+
+    def create(self, event: Event, packet: Packet, *, fingerprint: str) -> tuple[Packet, bool]:
+        key = packet.idempotency_key
+        try:
+            with self._write() as db:
+                if key is not None:
+                    row = db.execute("SELECT id, fingerprint FROM runs WHERE idempotency_key = ?",
+                                     (key,)).fetchone()
+                    if row is not None:
+                        return self._existing(row[0], row[1], key, fingerprint), False
+                db.execute(
+                    "INSERT INTO runs (id, version, state, owner, head_hash, updated_at,"
+                    " next_check_at, packet, idempotency_key, fingerprint, created_at)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (packet.id, *self._columns(packet, event), key, fingerprint,
+                     packet.created_at.isoformat()),
+                )
+                self._insert_events(db, [event])
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot create run {packet.id}: {exc}") from exc
+        return packet, True
+
+    def _existing(self, run_id: str, stored: str, key: str, fingerprint: str) -> Packet:
+        if stored != fingerprint:
+            raise IdempotencyConflict(
+                f"idempotency key {key!r} was used for run {run_id} with other parameters",
+                hint=f"use a new key, or inspect the first run: waypost show {run_id}",
+            )
+        return self.load(run_id).packet
+
+    def commit(self, run_id: str, expected_version: int, events: Sequence[Event],
+               packet: Packet) -> None:
+        try:
+            with self._write() as db:
+                cur = db.execute(
+                    "UPDATE runs SET version = ?, state = ?, owner = ?, head_hash = ?,"
+                    " updated_at = ?, next_check_at = ?, packet = ?"
+                    " WHERE id = ? AND version = ?",
+                    (*self._columns(packet, events[-1]), run_id, expected_version),
+                )
+                if cur.rowcount != 1:
+                    self._explain_miss(db, run_id, expected_version)
+                self._insert_events(db, events)
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot write run {run_id}: {exc}") from exc
+
+    @staticmethod
+    def _columns(packet: Packet, last: Event) -> tuple[object, ...]:
+        due = next_check_at(packet)
+        return (packet.version, packet.state.value, packet.owner, last.hash,
+                packet.updated_at.isoformat(), due.timestamp() if due else None,
+                to_json(packet).decode())
+
+    @staticmethod
+    def _explain_miss(db: sqlite3.Connection, run_id: str, expected: int) -> None:
+        row = db.execute("SELECT version FROM runs WHERE id = ?", (run_id,)).fetchone()
+        if row is None:
+            raise NotFound(f"no run {run_id}", hint="list runs with: waypost ls")
+        raise VersionConflict(
+            f"run {run_id} is at version {row[0]}, not {expected}: another write came first",
+            hint=f"read it again: waypost show {run_id}",
+        )
+
+    @staticmethod
+    def _insert_events(db: sqlite3.Connection, events: Sequence[Event]) -> None:
+        db.executemany(
+            "INSERT INTO events (run_id, seq, type, at, actor, body) VALUES (?, ?, ?, ?, ?, ?)",
+            [(e.run_id, e.seq, e.type, e.at.isoformat(), e.actor, to_json(e).decode())
+             for e in events],
+        )
+
+    # --- reads ------------------------------------------------------------------------
+
+    def load(self, run_id: str) -> Snapshot:
+        with self._lock:
+            row = self._db.execute("SELECT packet, head_hash FROM runs WHERE id = ?",
+                                   (run_id,)).fetchone()
+        if row is None:
+            raise NotFound(f"no run {run_id}", hint="list runs with: waypost ls")
+        return Snapshot(_packet_decoder.decode(row[0]), row[1])
+
+    def events(self, run_id: str) -> list[Event]:
+        with self._lock:
+            rows = self._db.execute("SELECT seq, body FROM events WHERE run_id = ? ORDER BY seq",
+                                    (run_id,)).fetchall()
+        if not rows:
+            raise NotFound(f"no run {run_id}", hint="list runs with: waypost ls")
+        events = []
+        for seq, body in rows:
+            try:
+                events.append(_event_decoder.decode(body))
+            except msgspec.MsgspecError as exc:
+                raise IntegrityError(f"run {run_id} seq {seq}: unreadable event: {exc}") from exc
+        return events
+
+    def list_runs(self, *, states: Collection[State] | None = None, owner: str | None = None,
+                  limit: int | None = None) -> list[Packet]:
+        sql, args = "SELECT packet FROM runs", list[object]()
+        where = []
+        if states:
+            where.append(f"state IN ({', '.join('?' * len(states))})")
+            args.extend(s.value for s in states)
+        if owner is not None:
+            where.append("owner = ?")
+            args.append(owner)
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY updated_at DESC"
+        if limit is not None:
+            sql += f" LIMIT {int(limit)}"
+        with self._lock:
+            rows = self._db.execute(sql, args).fetchall()
+        return [_packet_decoder.decode(r[0]) for r in rows]
+
+    def run_ids(self) -> list[str]:
+        with self._lock:
+            return [r[0] for r in self._db.execute("SELECT id FROM runs ORDER BY created_at, id")]
+
+    # --- blobs ------------------------------------------------------------------------
+
+    def put_blob(self, data: bytes) -> str:
+        digest = hashlib.sha256(data).hexdigest()
+        try:
+            with self._write() as db:
+                db.execute("INSERT OR IGNORE INTO blobs (sha256, size, data) VALUES (?, ?, ?)",
+                           (digest, len(data), data))
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot store blob: {exc}") from exc
+        return digest
+
+    def get_blob(self, sha256: str) -> bytes:
+        with self._lock:
+            row = self._db.execute("SELECT data FROM blobs WHERE sha256 = ?",
+                                   (sha256,)).fetchone()
+        if row is None:
+            raise NotFound(f"no blob {sha256}")
+        return bytes(row[0])
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()

@@ -1,0 +1,74 @@
+"""Shared test helpers: an injectable clock and an in-process CLI runner."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from waypost.cli import main
+
+
+class FakeClock:
+    """A clock tests move by hand (no sleeping)."""
+
+    def __init__(self, start: datetime | None = None) -> None:
+        self.now = start or datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, seconds: float) -> datetime:
+        self.now += timedelta(seconds=seconds)
+        return self.now
+
+
+@dataclass
+class Outcome:
+    code: int
+    out: str
+    err: str
+
+    def json(self) -> Any:
+        return json.loads(self.out)
+
+    def error(self) -> dict[str, str]:
+        document: dict[str, dict[str, str]] = json.loads(self.err)
+        return document["error"]
+
+
+class Cli:
+    """Runs `waypost …` in-process against one store, as a given actor."""
+
+    def __init__(self, store: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        self.store = store
+        self.capsys = capsys
+
+    def __call__(self, *args: str, actor: str = "alice", epoch: int | None = None) -> Outcome:
+        saved = {k: os.environ.get(k) for k in ("WAYPOST_URL", "WAYPOST_ACTOR", "WAYPOST_EPOCH")}
+        os.environ["WAYPOST_URL"] = str(self.store)
+        os.environ["WAYPOST_ACTOR"] = actor
+        os.environ.pop("WAYPOST_EPOCH", None)
+        if epoch is not None:
+            os.environ["WAYPOST_EPOCH"] = str(epoch)
+        self.capsys.readouterr()
+        try:
+            code = main(list(args))
+        finally:
+            for key, value in saved.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
+        captured = self.capsys.readouterr()
+        return Outcome(code, captured.out, captured.err)
+
+    def ok(self, *args: str, actor: str = "alice", epoch: int | None = None) -> str:
+        outcome = self(*args, actor=actor, epoch=epoch)
+        assert outcome.code == 0, f"waypost {' '.join(args)} → {outcome.code}: {outcome.err}"
+        return outcome.out.strip()
