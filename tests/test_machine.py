@@ -19,8 +19,8 @@ from waypost.machine import TABLE, Move, allowed_moves, apply, fold
 from waypost.model import (
     TERMINAL,
     AnyEventData,
-    ArtifactRecorded,
     Artifact,
+    ArtifactRecorded,
     ArtifactRole,
     Assurance,
     BlockerOpened,
@@ -28,10 +28,10 @@ from waypost.model import (
     Cancelled,
     ChangesRequested,
     Claimed,
+    Event,
     Evidence,
     EvidenceKind,
     EvidenceRecorded,
-    Event,
     Heartbeat,
     Kind,
     MarkedReady,
@@ -167,7 +167,8 @@ def test_claim_bumps_the_epoch_and_fences_the_old_holder() -> None:
     p = step(started(), Claimed(epoch=1), actor="w1")
     p = step(p, Heartbeat(), actor="w1", epoch=1)
     p = step(p, Claimed(epoch=2, took_over_from="w1"), actor="w2")
-    assert p.worker is not None and (p.worker.actor, p.worker.epoch) == ("w2", 2)
+    assert p.worker is not None
+    assert (p.worker.actor, p.worker.epoch) == ("w2", 2)
     with pytest.raises(StaleLease, match="w2"):
         step(p, Heartbeat(), actor="w1", epoch=1)
     with pytest.raises(StaleLease, match="current epoch is 2"):

@@ -21,7 +21,10 @@ from waypost.errors import (
     StaleLease,
 )
 from waypost.model import (
+    Approval,
+    Approved,
     ArtifactRecorded,
+    Authority,
     AuthorityTransferred,
     Blocker,
     BlockerOpened,
@@ -56,6 +59,7 @@ class Move(enum.StrEnum):
     EVIDENCE = "evidence"  # record evidence
     READY = "ready"  # submit the result packet for review
     CHANGES = "changes"  # the owner sends the work back
+    APPROVE = "approve"  # the owner (or a transferee) accepts the result; delivery is queued
     TRANSFER = "transfer"  # the owner hands over an authority
     CANCEL = "cancel"  # the owner stops the run
 
@@ -92,6 +96,7 @@ TABLE: Final[Mapping[State, Mapping[Move, Target]]] = {
     S.READY_FOR_REVIEW: {
         Move.EVIDENCE: None,
         Move.CHANGES: S.IN_PROGRESS,
+        Move.APPROVE: S.APPROVED,
         Move.TRANSFER: None,
         Move.CANCEL: S.CANCELLED,
     },
@@ -113,6 +118,7 @@ MOVE_OF: Final[Mapping[type[EventData], Move]] = {
     MarkedReady: Move.READY,
     ChangesRequested: Move.CHANGES,
     AuthorityTransferred: Move.TRANSFER,
+    Approved: Move.APPROVE,
     Cancelled: Move.CANCEL,
 }
 
@@ -184,6 +190,9 @@ def _target(packet: Packet, move: Move) -> Target:
 def _authorize(packet: Packet, event: Event, move: Move) -> None:
     if move is Move.CLAIM:
         return
+    if move is Move.APPROVE:
+        _check_authority(packet, event.actor, Authority.APPROVE)
+        return
     if move in OWNER_MOVES:
         if event.actor != packet.owner:
             raise NotAuthorized(
@@ -217,6 +226,25 @@ def _check_worker(packet: Packet, event: Event, move: Move) -> None:
         f"{event.actor} may not {move} run {packet.id}: it is neither the owner "
         f"({packet.owner}) nor the worker (nobody holds the lease)",
         hint=f"claim it first: waypost claim {packet.id} --as {event.actor}",
+    )
+
+
+def holds_authority(packet: Packet, actor: str, authority: Authority) -> bool:
+    """The owner holds every authority; others only by an explicit transfer."""
+    return actor == packet.owner or any(
+        t.authority is authority and t.to == actor for t in packet.transfers)
+
+
+def _check_authority(packet: Packet, actor: str, authority: Authority) -> None:
+    if holds_authority(packet, actor, authority):
+        return
+    holders = [packet.owner, *(t.to for t in packet.transfers if t.authority is authority)]
+    role = " (the run's own worker)" if packet.worker and packet.worker.actor == actor else ""
+    raise NotAuthorized(
+        f"{actor}{role} may not {authority} run {packet.id}: only "
+        + ", ".join(dict.fromkeys(holders)) + " may",
+        hint=f"the owner can hand it over: waypost transfer {packet.id} "
+        f"--authority {authority} --to {actor} --as {packet.owner}",
     )
 
 
@@ -403,6 +431,15 @@ def _authority_transferred(packet: Packet, event: Event) -> Packet:
     return msgspec.structs.replace(packet, transfers=(*packet.transfers, transfer))
 
 
+def _approved(packet: Packet, event: Event) -> Packet:
+    data = event.data
+    assert isinstance(data, Approved)
+    for waiver in data.waivers:
+        _require_text(waiver.reason, f"the waiver reason for gate {waiver.gate}")
+    approval = Approval(by=event.actor, at=event.at, waivers=data.waivers)
+    return msgspec.structs.replace(packet, approval=approval)
+
+
 def _cancelled(packet: Packet, event: Event) -> Packet:
     data = event.data
     assert isinstance(data, Cancelled)
@@ -420,5 +457,6 @@ _HANDLERS: Final[Mapping[type[EventData], Callable[[Packet, Event], Packet]]] = 
     MarkedReady: _marked_ready,
     ChangesRequested: _changes_requested,
     AuthorityTransferred: _authority_transferred,
+    Approved: _approved,
     Cancelled: _cancelled,
 }

@@ -189,6 +189,19 @@ class ChangeRequest(Record, frozen=True, kw_only=True):
     at: datetime
 
 
+class Waiver(Record, frozen=True, kw_only=True):
+    gate: str
+    reason: str
+    by: str
+    at: datetime
+
+
+class Approval(Record, frozen=True, kw_only=True):
+    by: str
+    at: datetime
+    waivers: tuple[Waiver, ...] = ()  # shown forever
+
+
 class Observed(Record, frozen=True, kw_only=True):
     """Derived when the packet is read; never stored and never part of the fold."""
 
@@ -221,6 +234,7 @@ class Packet(Record, frozen=True, kw_only=True):
     progress: Progress = Progress()
     transfers: tuple[Transfer, ...] = ()
     change_requests: tuple[ChangeRequest, ...] = ()
+    approval: Approval | None = None
     cancel_reason: str | None = None
     idempotency_key: str | None = None
     created_at: datetime
@@ -301,6 +315,10 @@ class AuthorityTransferred(EventData, tag="authority_transferred", frozen=True, 
     to: str
 
 
+class Approved(EventData, tag="approved", frozen=True, kw_only=True):
+    waivers: tuple[Waiver, ...] = ()
+
+
 class Cancelled(EventData, tag="cancelled", frozen=True, kw_only=True):
     reason: str
 
@@ -316,6 +334,7 @@ AnyEventData = (
     | MarkedReady
     | ChangesRequested
     | AuthorityTransferred
+    | Approved
     | Cancelled
 )
 

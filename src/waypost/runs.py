@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 
 from waypost.config import Config
@@ -20,6 +20,7 @@ from waypost.history import make_event
 from waypost.machine import apply, next_blocker_id, next_evidence_id
 from waypost.model import (
     AnyEventData,
+    Approved,
     Artifact,
     ArtifactRecorded,
     ArtifactRole,
@@ -43,6 +44,7 @@ from waypost.model import (
     Started,
     StopRules,
     Verdict,
+    Waiver,
     to_json,
 )
 from waypost.store.base import Store
@@ -232,6 +234,13 @@ class Run:
 
     def transfer(self, authority: Authority, to: str) -> Packet:
         return self.write(lambda p: AuthorityTransferred(authority=authority, to=to))
+
+    def approve(self, waivers: Mapping[str, str] | None = None) -> Packet:
+        """Accept the result (owner, or a holder of the transferred authority)."""
+        now = self.clock()
+        given = tuple(Waiver(gate=g, reason=r, by=self.actor, at=now)
+                      for g, r in (waivers or {}).items())
+        return self.write(lambda p: Approved(waivers=given))
 
     def cancel(self, reason: str) -> Packet:
         return self.write(lambda p: Cancelled(reason=reason))
