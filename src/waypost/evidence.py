@@ -36,16 +36,17 @@ def run_command(argv: Sequence[str], *, cwd: str | None = None, timeout: float =
         return CommandOutcome(exit_code=127, duration_s=time.monotonic() - began,
                               output=f"cannot run {argv[0]!r}: {exc.strerror}\n".encode())
     chunks: list[bytes] = []
-    reader = threading.Thread(target=_pump, args=(proc.stdout, chunks, echo), daemon=True)
-    reader.start()
     timed_out = False
-    try:
-        proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-        timed_out = True
-    reader.join()
+    with proc:
+        reader = threading.Thread(target=_pump, args=(proc.stdout, chunks, echo), daemon=True)
+        reader.start()
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            timed_out = True
+        reader.join(timeout=5 if timed_out else None)
     return CommandOutcome(exit_code=None if timed_out else proc.returncode,
                           duration_s=time.monotonic() - began, output=b"".join(chunks),
                           timed_out=timed_out)

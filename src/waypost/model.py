@@ -202,6 +202,72 @@ class Approval(Record, frozen=True, kw_only=True):
     waivers: tuple[Waiver, ...] = ()  # shown forever
 
 
+class Purpose(enum.StrEnum):
+    FINAL = "final"  # the one visible completion, to the run's target
+    NOTICE = "notice"  # a non-final notice (blocked, ready, silent…), to the notify target
+
+
+class OutboxItem(Record, frozen=True, kw_only=True):
+    """A delivery queued in the same transaction as the event that caused it."""
+
+    key: str  # idempotency key: stable across retries (the webhook-id)
+    run_id: str
+    purpose: Purpose
+    topic: str  # what happened: approved, blocked, ready_for_review, …
+    target: str
+    event_seq: int
+    created_at: datetime
+
+
+class DeliveryStatus(enum.StrEnum):
+    QUEUED = "queued"  # waiting for its next attempt, or being attempted under a relay's lease
+    SENT = "sent"  # the target accepted it; the receipt is stored
+    FAILED = "failed"  # failed for good; a final one is queued again when its blocker is resolved
+
+
+class Delivery(Record, frozen=True, kw_only=True):
+    """An outbox row as the relay and `show` see it."""
+
+    key: str  # idempotency key: stable across retries (the webhook-id)
+    run_id: str
+    purpose: Purpose
+    topic: str
+    target: str
+    event_seq: int
+    created_at: datetime
+    status: DeliveryStatus
+    attempts: int  # attempts started (a claim counts, even if its relay died mid-send)
+    next_attempt_at: datetime
+    last_attempt_at: datetime | None = None
+    lease_owner: str | None = None  # the relay attempting it now
+    lease_expires_at: datetime | None = None
+    last_error: str | None = None
+    sent_at: datetime | None = None
+    receipt: str | None = None  # what the target said when it accepted
+
+
+class Receipt(Record, frozen=True, kw_only=True):
+    """Proof that the final delivery reached the run's target."""
+
+    key: str  # the delivery's idempotency key
+    target: str
+    detail: str  # what the target said, e.g. "HTTP 204" or "wrote /srv/result.md (…)"
+    attempts: int
+    relay: str
+    delivered_at: datetime
+
+
+class RelayInfo(Record, frozen=True, kw_only=True):
+    """A running delivery relay's registration, renewed by its beat."""
+
+    id: str
+    host: str
+    pid: int
+    started_at: datetime
+    last_beat: datetime
+    expires_at: datetime  # past this without a beat, the relay counts as gone
+
+
 class Observed(Record, frozen=True, kw_only=True):
     """Derived when the packet is read; never stored and never part of the fold."""
 

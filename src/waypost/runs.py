@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 
+from waypost import outbox
 from waypost.config import Config
 from waypost.durations import new_run_id, parse_deadline, utcnow
 from waypost.errors import InvalidInput, StoreError, VersionConflict
@@ -147,7 +148,8 @@ class Run:
                                at=self.clock(), epoch=self.epoch, prev_hash=snap.head_hash)
             packet = apply(snap.packet, event)
             try:
-                self.store.commit(self.id, snap.packet.version, [event], packet)
+                self.store.commit(self.id, snap.packet.version, [event], packet,
+                                  outbox.plan(snap.packet, packet, event))
                 return packet
             except VersionConflict:
                 if self.expected_version is not None:

@@ -7,7 +7,7 @@ from collections.abc import Collection, Sequence
 from types import TracebackType
 from typing import Self
 
-from waypost.model import Event, Packet, State
+from waypost.model import Event, OutboxItem, Packet, State
 
 
 class Snapshot:
@@ -39,10 +39,12 @@ class Store(ABC):
 
     @abstractmethod
     def commit(self, run_id: str, expected_version: int, events: Sequence[Event],
-               packet: Packet) -> None:
-        """Append `events` and replace the packet, if its version is still `expected_version`.
+               packet: Packet, outbox: Sequence[OutboxItem] = ()) -> None:
+        """Append `events`, replace the packet and queue `outbox` rows, all in one
+        transaction, if the packet's version is still `expected_version`.
 
         Raises VersionConflict when another write came first, NotFound for no such run.
+        An outbox key that already exists is kept as it is (never queued twice).
         """
 
     @abstractmethod

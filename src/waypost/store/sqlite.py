@@ -21,17 +21,19 @@ from waypost.errors import (
     VersionConflict,
 )
 from waypost.liveness import next_check_at
-from waypost.model import Event, Packet, State, to_json
+from waypost.model import Event, OutboxItem, Packet, State, to_json
 from waypost.store.base import Snapshot, Store
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 BUSY_TIMEOUT_MS = 60_000
 _packet_decoder = msgspec.json.Decoder(Packet)
 _event_decoder = msgspec.json.Decoder(Event)
 
 
 def _migrations() -> list[str]:
-    return [resources.files("waypost.store").joinpath("sqlite.sql").read_text("utf-8")]
+    folder = resources.files("waypost.store")
+    return [folder.joinpath(name).read_text("utf-8")
+            for name in ("sqlite.sql", "sqlite_2_outbox.sql")]
 
 
 class SqliteStore(Store):
@@ -129,7 +131,7 @@ class SqliteStore(Store):
         return self.load(run_id).packet
 
     def commit(self, run_id: str, expected_version: int, events: Sequence[Event],
-               packet: Packet) -> None:
+               packet: Packet, outbox: Sequence[OutboxItem] = ()) -> None:
         try:
             with self._write() as db:
                 cur = db.execute(
@@ -141,6 +143,7 @@ class SqliteStore(Store):
                 if cur.rowcount != 1:
                     self._explain_miss(db, run_id, expected_version)
                 self._insert_events(db, events)
+                self._queue(db, outbox)
         except sqlite3.Error as exc:
             raise StoreError(f"cannot write run {run_id}: {exc}") from exc
 
@@ -167,6 +170,15 @@ class SqliteStore(Store):
             "INSERT INTO events (run_id, seq, type, at, actor, body) VALUES (?, ?, ?, ?, ?, ?)",
             [(e.run_id, e.seq, e.type, e.at.isoformat(), e.actor, to_json(e).decode())
              for e in events],
+        )
+
+    @staticmethod
+    def _queue(db: sqlite3.Connection, outbox: Sequence[OutboxItem]) -> None:
+        db.executemany(
+            "INSERT OR IGNORE INTO outbox (key, run_id, purpose, topic, target, event_seq,"
+            " created_at, next_attempt_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            [(o.key, o.run_id, o.purpose.value, o.topic, o.target, o.event_seq,
+              o.created_at.isoformat(), o.created_at.timestamp()) for o in outbox],
         )
 
     # --- reads ------------------------------------------------------------------------

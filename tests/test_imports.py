@@ -1,0 +1,49 @@
+"""The hot verbs stay light: no HTTP, MCP or PostgreSQL stack is imported."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HEAVY = ("httpx", "litestar", "mcp", "psycopg", "psycopg_pool", "jinja2", "detect_secrets",
+         "uvicorn", "anyio")
+
+
+def imported_modules(args: list[str], store: Path) -> set[str]:
+    env = {**os.environ, "WAYPOST_URL": str(store), "WAYPOST_ACTOR": "alice"}
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "waypost", *args],
+                          capture_output=True, text=True, env=env, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    names = set()
+    for line in proc.stderr.splitlines():
+        if line.startswith("import time:") and "|" in line:
+            names.add(line.rsplit("|", 1)[1].strip())
+    assert "waypost.cli" in names  # the importtime output was really read
+    return names
+
+
+@pytest.fixture(scope="module")
+def run_in_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    store = tmp_path_factory.mktemp("imports") / "w.db"
+    env = {**os.environ, "WAYPOST_URL": str(store), "WAYPOST_ACTOR": "alice"}
+    run_id = subprocess.run([sys.executable, "-m", "waypost", "start", "light"],
+                            capture_output=True, text=True, env=env, check=True).stdout.strip()
+    return store, run_id
+
+
+@pytest.mark.parametrize("verb", [
+    ["heartbeat", "{run}", "--note", "n"],
+    ["show", "{run}", "--json"],
+    ["show", "{run}"],
+    ["block", "{run}", "--kind", "other", "--detail", "the disk is full"],
+    ["ls"],
+])
+def test_hot_verbs_import_nothing_heavy(run_in_store: tuple[Path, str], verb: list[str]) -> None:
+    store, run_id = run_in_store
+    names = imported_modules([part.format(run=run_id) for part in verb], store)
+    heavy = sorted(n for n in names if n.split(".")[0] in HEAVY)
+    assert heavy == []
