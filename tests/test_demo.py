@@ -19,11 +19,14 @@ def test_demo_runs_the_whole_flow(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     for step in ("waypost start", "waypost claim", "waypost heartbeat", "waypost block",
                  "waypost unblock", "waypost artifact add", "waypost evidence run",
-                 "waypost ready", "waypost show", "ok: 1 run(s) verified"):
+                 "waypost ready", "waypost review", "waypost approve", "waypost deliver",
+                 "waypost show", "Release notes for 1.5", "ok: 1 run(s) verified"):
         assert step in proc.stdout, step
     as_json = subprocess.run([*command, "demo", "--json", "--dir", str(tmp_path / "j")],
                              capture_output=True, text=True, env=env, cwd=tmp_path, check=True)
     packet = json.loads(as_json.stdout)
-    assert packet["state"] == "ready_for_review"
-    assert [e["verdict"] for e in packet["evidence"]] == ["passed", "skipped"]
+    assert packet["state"] == "delivered"
+    assert packet["receipt"]["key"] == f"{packet['id']}.final"
+    assert [e["verdict"] for e in packet["evidence"]][:2] == ["passed", "skipped"]
+    assert (tmp_path / "j" / "result.md").read_text().count("Release notes for 1.5") == 1
     assert (tmp_path / "j" / ".waypost" / "waypost.db").is_file()

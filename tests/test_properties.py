@@ -7,11 +7,12 @@ import tempfile
 from pathlib import Path
 
 import hypothesis.strategies as st
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, event, settings
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from tests.helpers import FakeClock
-from waypost import runs
+from waypost import review, runs
+from waypost.config import Config
 from waypost.errors import InvalidInput, NotFound, Refused
 from waypost.history import verify_run
 from waypost.machine import fold
@@ -27,7 +28,8 @@ from waypost.model import (
 )
 from waypost.store import open_store
 
-ACTORS = st.sampled_from(["alice", "w1", "w2", "mallory"])
+# the owner most often, so that runs get far (ready, reviewed, approved) as well as refused
+ACTORS = st.sampled_from(["alice", "alice", "alice", "w1", "w2", "mallory"])
 REFUSALS = (Refused, InvalidInput, NotFound)
 
 
@@ -61,12 +63,17 @@ class PacketMachine(RuleBasedStateMachine):
         before_events = len(self.store.events(self.run_id))
         run = self.handle(actor)
         try:
-            result = getattr(run, action)(*args)
+            if action == "review":
+                result = review.review(run, config=Config())
+            else:
+                result = getattr(run, action)(*args)
         except REFUSALS:
+            event(f"{action} refused")
             assert self.packet == before
             assert len(self.store.events(self.run_id)) == before_events
             return None
         after = self.packet
+        event(f"{action} reached {after.state}")
         assert after.version == before.version + 1
         if action == "ready":
             assert not before.open_blockers, "ready succeeded with an open blocker"
@@ -83,13 +90,24 @@ class PacketMachine(RuleBasedStateMachine):
         self.attempt(actor, "heartbeat", note)
 
     @rule(actor=ACTORS, kind=st.sampled_from(list(BlockerKind)),
-          detail=st.sampled_from(["API key for staging", "waiting", " ", "runner down"]))
+          detail=st.sampled_from(["API key for staging", "waiting", " ", "", "", "stuck"]))
     def block(self, actor: str, kind: BlockerKind, detail: str) -> None:
         self.attempt(actor, "block", kind, detail)
 
     @rule(actor=ACTORS, index=st.integers(1, 4))
     def unblock(self, actor: str, index: int) -> None:
         self.attempt(actor, "unblock", f"b{index}", "resolved")
+
+    @precondition(lambda self: bool(self.packet.open_blockers))
+    @rule(actor=ACTORS)
+    def resolve_the_first_open_blocker(self, actor: str) -> None:
+        self.attempt(actor, "unblock", self.packet.open_blockers[0].id, "resolved")
+
+    @precondition(lambda self: self.packet.state is State.READY_FOR_REVIEW)
+    @rule(actor=ACTORS)
+    def review_then_approve(self, actor: str) -> None:
+        if self.attempt(actor, "review") is not None:
+            self.attempt(actor, "approve")
 
     @rule(actor=ACTORS)
     def skip_evidence(self, actor: str) -> None:
@@ -110,13 +128,16 @@ class PacketMachine(RuleBasedStateMachine):
         self.attempt(actor, "changes", "more tests please")
 
     @rule(actor=ACTORS)
+    def review(self, actor: str) -> None:
+        self.attempt(actor, "review")
+
+    @rule(actor=ACTORS)
     def approve(self, actor: str) -> None:
         self.attempt(actor, "approve")
 
-    @precondition(lambda self: self.clock.now.second % 7 == 0)
-    @rule(actor=ACTORS)
-    def cancel(self, actor: str) -> None:
-        self.attempt(actor, "cancel", "stopped")
+    @rule(actor=ACTORS, reason=st.sampled_from(["", " ", "", "stopped"]))
+    def cancel(self, actor: str, reason: str) -> None:
+        self.attempt(actor, "cancel", reason)  # mostly refused: terminal states end a case
 
     @invariant()
     def terminal_states_never_change(self) -> None:
@@ -144,6 +165,6 @@ class PacketMachine(RuleBasedStateMachine):
 
 
 PacketMachine.TestCase.settings = settings(
-    max_examples=60, stateful_step_count=25, deadline=None,
+    max_examples=80, stateful_step_count=40, deadline=None,
     suppress_health_check=[HealthCheck.too_slow])
 test_packet_machine = PacketMachine.TestCase

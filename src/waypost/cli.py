@@ -22,6 +22,7 @@ import click
 
 from waypost import model, runs
 from waypost.config import Config, load_config
+from waypost.delivery import status as delivery_status
 from waypost.durations import parse_duration, utcnow
 from waypost.errors import InvalidInput, WaypostError
 from waypost.liveness import observe
@@ -95,13 +96,24 @@ def duration(value: str | None) -> float | None:
     return None if value is None else parse_duration(value)
 
 
-def shown(packet: Packet) -> Packet:
-    return observe(packet, utcnow())
+def shown(packet: Packet, store: Store | None = None) -> Packet:
+    """The packet with its observed view; with `store`, coverage by live watchers too."""
+    now = utcnow()
+    return observe(packet, now, store.watchers(now=now) if store is not None else ())
 
 
 # Verbs that live in their own modules, imported only when called (or listed by --help), so
 # the hot verbs never pay for them. Each feature area adds its line here.
 LAZY_COMMANDS: dict[str, str] = {
+    "doctor": "waypost.commands.ops:doctor",
+    "migrate": "waypost.commands.ops:migrate",
+    "review": "waypost.commands.review:review",
+    "approve": "waypost.commands.review:approve",
+    "deliver": "waypost.commands.delivery:deliver",
+    "scan": "waypost.commands.review:scan",
+    "watch": "waypost.commands.watch:watch",
+    "resume": "waypost.commands.watch:resume",
+    "prune": "waypost.commands.watch:prune",
 }
 
 
@@ -182,7 +194,8 @@ def start(ctx: Ctx, title: str, owner: str | None, target: str | None, notify: s
         review_within=duration(review_within), gates=[runs.parse_gate(g) for g in gates],
         worker=worker, idempotency_key=idempotency_key, config=ctx.config)
     packet = run.packet
-    ctx.emit({"run": packet.id, "created": created, "packet": shown(packet)}, packet.id)
+    ctx.emit({"run": packet.id, "created": created, "packet": shown(packet, ctx.store)},
+             packet.id)
 
 
 @cli.command()
@@ -193,7 +206,7 @@ def claim(ctx: Ctx, run_id: str) -> None:
     run = ctx.run(run_id)
     packet = run.claim()
     ctx.emit({"run": run_id, "worker": ctx.actor, "epoch": run.epoch,
-              "packet": shown(packet)}, str(run.epoch))
+              "packet": shown(packet, ctx.store)}, str(run.epoch))
 
 
 @cli.command()
@@ -247,7 +260,8 @@ def unblock(ctx: Ctx, run_id: str, blocker_id: str, resolution: str, epoch: int 
 def ready(ctx: Ctx, run_id: str, summary: str, public_summary: str | None,
           artifacts: Sequence[str], epoch: int | None) -> None:
     """Submit the result packet for the owner's review."""
-    packet = ctx.run(run_id, epoch).ready(summary, public_summary, artifacts)
+    packet = ctx.run(run_id, epoch).ready(summary, public_summary, artifacts,
+                                          config=ctx.config)
     ctx.emit({"run": run_id, "state": packet.state}, f"{run_id} {packet.state}")
 
 
@@ -287,13 +301,21 @@ def cancel(ctx: Ctx, run_id: str, reason: str) -> None:
 @cli.command()
 @click.argument("run_id", metavar="RUN")
 @click.option("--md", "as_md", is_flag=True, help="Markdown, for pasting into a thread.")
+@click.option("--public", is_flag=True, help="Safe to share: the private summary dropped, "
+              "private identifiers redacted.")
 @verb
-def show(ctx: Ctx, run_id: str, as_md: bool) -> None:
+def show(ctx: Ctx, run_id: str, as_md: bool, public: bool) -> None:
     """The packet: state, liveness, watch, blockers, artifacts, evidence."""
     from waypost import render
 
     now = utcnow()
-    packet = observe(ctx.store.get(run_id), now)
+    deliveries = ctx.store.deliveries([run_id])
+    packet = observe(ctx.store.get(run_id), now, ctx.store.watchers(now=now), deliveries,
+                     ctx.store.relays(now=now) if delivery_status.waiting(deliveries) else None)
+    if public:
+        from waypost.sanitize import public_packet
+
+        packet = public_packet(packet, deny=ctx.config.deny, allow=ctx.config.allow)
     if as_md and not ctx.json:
         click.echo(render.show_markdown(packet, now), nl=False)
         return
@@ -313,8 +335,12 @@ def ls_(ctx: Ctx, states: Sequence[str], owner: str | None, show_all: bool, limi
 
     wanted = _states(states) or (None if show_all else [s for s in State if s not in TERMINAL])
     now = utcnow()
-    packets = [observe(p, now) for p in ctx.store.list_runs(states=wanted, owner=owner,
-                                                            limit=limit)]
+    watchers = ctx.store.watchers(now=now)
+    listed = ctx.store.list_runs(states=wanted, owner=owner, limit=limit)
+    deliveries = ctx.store.deliveries([p.id for p in listed])
+    relays = ctx.store.relays(now=now) if delivery_status.waiting(deliveries) else None
+    by_run = delivery_status.by_run(deliveries)
+    packets = [observe(p, now, watchers, by_run.get(p.id, ()), relays) for p in listed]
     ctx.emit({"runs": packets}, render.board(packets, now))
 
 
@@ -441,6 +467,35 @@ def _echo_err(chunk: bytes) -> None:
     click.echo(chunk.decode("utf-8", errors="replace"), err=True, nl=False)
 
 
+@evidence.command(name="check")
+@click.argument("run_id", metavar="RUN")
+@click.argument("check", metavar="CHECK")
+@click.option("--cwd", type=click.Path(file_okay=False, exists=True),
+              help="Run it here [default: the current directory].")
+@epoch_option
+@verb
+def evidence_check(ctx: Ctx, run_id: str, check: str, cwd: str | None,
+                   epoch: int | None) -> None:
+    """Run a built-in check and record the result (assurance `recorded`).
+
+    \b
+    CHECK is one of:
+      artifact:NAME        stored, hash intact, unchanged on disk, substantive content
+      grep:PATTERN:PATH    the regex matches a line of PATH (file, directory or artifact)
+      grep!:PATTERN:PATH   the regex matches no line of PATH
+      no-private[:A,B]     nothing private in the artifacts and the public summary
+      http:URL [TEXT]      GET answers 2xx (and the body contains TEXT)
+      command:CMD          CMD exits 0
+    Exits 0 once recorded, whatever the verdict; the verdict and its reason are printed.
+    """
+    from waypost import checks
+
+    packet = checks.record_check(ctx.run(run_id, epoch), check, config=ctx.config, cwd=cwd)
+    recorded = packet.evidence[-1]
+    ctx.emit({"run": run_id, "evidence": recorded},
+             f"{recorded.id} {recorded.verdict}: {recorded.summary}")
+
+
 @evidence.command(name="skip")
 @click.argument("run_id", metavar="RUN")
 @click.option("--kind", required=True,
@@ -494,7 +549,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     as_json = "--json" in args[: args.index("--")] if "--" in args else "--json" in args
     try:
-        cli.main(args=args, prog_name="waypost", standalone_mode=False)
+        # without standalone mode, click returns (not raises) the code of a verb's Exit
+        code = cli.main(args=args, prog_name="waypost", standalone_mode=False)
     except WaypostError as exc:
         _report(exc.as_dict(), exc.exit_code, as_json)
         return exc.exit_code
@@ -518,7 +574,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         _report({"code": "unexpected", "message": f"{type(exc).__name__}: {exc}",
                  "hint": "set WAYPOST_DEBUG=1 for the traceback"}, 1, as_json)
         return 1
-    return 0
+    return code if isinstance(code, int) else 0
 
 
 def _report(error: dict[str, str], code: int, as_json: bool) -> None:

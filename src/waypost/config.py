@@ -18,6 +18,11 @@ class Config(msgspec.Struct, frozen=True, kw_only=True):
     max_artifact_bytes: int = 64 * 1024 * 1024  # larger files are refused by `artifact add`
     output_tail_bytes: int = 4096  # how much command output the packet keeps inline
     evidence_timeout: float = 3600.0  # `evidence run` kills the command after this
+    min_artifact_bytes: int = 16  # a smaller artifact is not substantive (`artifact:`, `ready`)
+    min_artifact_words: int = 3  # a text artifact with fewer words is not substantive
+    gates: tuple[tuple[str, str], ...] = ()  # [gates] NAME = "CHECK": every run's default gates
+    deny: tuple[str, ...] = ()  # [sanitize] deny: project terms that are private
+    allow: tuple[str, ...] = ()  # [sanitize] allow: terms the sanitizer must not flag
     path: str | None = None  # where the config was read from
 
 
@@ -46,7 +51,9 @@ def _from_table(raw: dict[str, Any], where: str) -> Config:
     runs = raw.get("runs", {})
     limits = raw.get("limits", {})
     known = {"runs": {"long_running_after"},
-             "limits": {"max_artifact_bytes", "output_tail_bytes", "evidence_timeout"}}
+             "limits": {"max_artifact_bytes", "output_tail_bytes", "evidence_timeout",
+                        "min_artifact_bytes", "min_artifact_words"},
+             "sanitize": {"deny", "allow"}}
     for table, keys in known.items():
         unknown = set(raw.get(table, {})) - keys
         if unknown:
@@ -57,9 +64,26 @@ def _from_table(raw: dict[str, Any], where: str) -> Config:
         values["long_running_after"] = parse_duration(str(runs["long_running_after"]))
     if "evidence_timeout" in limits:
         values["evidence_timeout"] = parse_duration(str(limits["evidence_timeout"]))
-    for key in ("max_artifact_bytes", "output_tail_bytes"):
+    for key in ("max_artifact_bytes", "output_tail_bytes", "min_artifact_bytes",
+                "min_artifact_words"):
         if key in limits:
             if not isinstance(limits[key], int) or limits[key] < 0:
-                raise InvalidInput(f"{where}: [limits] {key} must be a whole number of bytes")
+                raise InvalidInput(f"{where}: [limits] {key} must be a whole number")
             values[key] = limits[key]
+    values.update(_gates_and_terms(raw, where))
     return Config(**values)
+
+
+def _gates_and_terms(raw: dict[str, Any], where: str) -> dict[str, Any]:
+    """`[gates]` (NAME = "CHECK") and `[sanitize]` deny/allow lists of terms."""
+    gates = raw.get("gates", {})
+    if not isinstance(gates, dict) or not all(isinstance(v, str) for v in gates.values()):
+        raise InvalidInput(f"{where}: [gates] maps a gate name to a check",
+                           hint='e.g. [gates] tests = "command:pytest -q"')
+    values: dict[str, Any] = {"gates": tuple(gates.items())}
+    for key in ("deny", "allow"):
+        terms = raw.get("sanitize", {}).get(key, [])
+        if not isinstance(terms, list) or not all(isinstance(t, str) for t in terms):
+            raise InvalidInput(f"{where}: [sanitize] {key} must be a list of strings")
+        values[key] = tuple(terms)
+    return values

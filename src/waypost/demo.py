@@ -53,8 +53,14 @@ def _flow(work: Path, store_url: str | None,
     wp("evidence", "skip", run, "--kind", "live_check", "--reason",
        "no staging site exists for this project")
     wp("ready", run, "--summary", "release notes drafted from merged changes",
-       "--public-summary", "Release notes are ready for review.", "--artifact", "notes.md")
+       "--public-summary", "Release notes for 1.5: faster heartbeats, clearer lease errors.",
+       "--artifact", "notes.md")
+    wp("review", run, actor="alice")
+    wp("approve", run, actor="alice")
+    wp("deliver", "--once", "--dir", str(work), actor="alice")
     wp("show", run)
+    say(f"# {work / 'result.md'}, as delivered (once):")
+    say((work / "result.md").read_text("utf-8").rstrip())
     wp("verify", run)
     packet = _invoke(["show", run, "--store", store, "--json"], lambda _line: None)
     return from_json(packet, dict[str, Any])

@@ -5,13 +5,30 @@ Nothing here is stored in the packet; `observe` is computed each time a packet i
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 import msgspec
 
-from waypost.model import TERMINAL, Kind, Liveness, Observed, Packet, State
+from waypost.delivery import status as delivery_status
+from waypost.durations import format_duration
+from waypost.model import (
+    TERMINAL,
+    BlockerKind,
+    Delivery,
+    Kind,
+    Liveness,
+    NudgeTopic,
+    Observed,
+    Packet,
+    RelayInfo,
+    State,
+    Watcher,
+    WatcherRole,
+)
 
 DEFAULT_REVIEW_WITHIN = 24 * 3600.0
+DELIVERY_STALL_AFTER = 300.0  # a final delivery queued this long with no live relay is stalled
 UNWATCHED = "unwatched: nobody will notice silence; check back later"
 
 
@@ -21,6 +38,9 @@ def last_sign_of_life(packet: Packet) -> datetime:
         candidates.append(packet.progress.last_heartbeat)
     if packet.worker is not None:
         candidates.append(packet.worker.acquired_at)
+    # resolving a worker_silent blocker restarts the silence clock: someone has looked
+    candidates.extend(b.resolved_at for b in packet.blockers
+                      if b.kind is BlockerKind.WORKER_SILENT and b.resolved_at is not None)
     return max(candidates)
 
 
@@ -32,53 +52,142 @@ def liveness(packet: Packet, now: datetime) -> Liveness | None:
     if rules.heartbeat_interval is None and rules.max_silence is None:
         return None
     quiet = (now - last_sign_of_life(packet)).total_seconds()
-    if rules.max_silence is not None and quiet > rules.max_silence:
+    if rules.max_silence is not None and quiet >= rules.max_silence:
         return Liveness.SILENT
-    if rules.heartbeat_interval is not None and quiet > rules.heartbeat_interval:
+    if rules.heartbeat_interval is not None and quiet >= rules.heartbeat_interval:
         return Liveness.LATE
     return Liveness.FRESH
 
 
-def next_check_at(packet: Packet) -> datetime | None:
-    """When a watchdog must next look at this run (None: never)."""
-    if packet.state in TERMINAL or packet.kind is Kind.BOUNDED:
+# --- when the watchdog must look: each returns the moment a condition holds (None: never) ---
+
+
+def silent_due(packet: Packet) -> datetime | None:
+    """When an in_progress run turns silent: the watchdog blocks it with worker_silent.
+    (Late needs no watchdog: it is derived whenever the packet is read.)"""
+    seconds = packet.stop_rules.max_silence
+    if packet.state is not State.IN_PROGRESS or seconds is None:
         return None
-    rules = packet.stop_rules
-    due: list[datetime] = []
-    if packet.state is State.IN_PROGRESS:
-        base = last_sign_of_life(packet)
-        for seconds in (rules.heartbeat_interval, rules.max_silence):
-            if seconds is not None:
-                due.append(base + timedelta(seconds=seconds))
-    if rules.deadline is not None and packet.state in (State.IN_PROGRESS, State.BLOCKED):
-        due.append(rules.deadline)
-    if packet.state is State.READY_FOR_REVIEW and packet.result is not None:
-        within = rules.review_within or DEFAULT_REVIEW_WITHIN
-        due.append(packet.result.submitted_at + timedelta(seconds=within))
-    return min(due) if due else None
+    return last_sign_of_life(packet) + timedelta(seconds=seconds)
 
 
-def delivery_line(packet: Packet) -> str:
-    if packet.target.startswith("none:"):
-        return "target none: nobody will be told when this finishes"
-    if packet.state is State.DELIVERED:
-        return f"delivered to {packet.target}"
-    return f"not yet queued; will go once to {packet.target} after approval"
+def deadline_due(packet: Packet) -> datetime | None:
+    """When the deadline blocks the run: once per run, while it is in progress or blocked."""
+    if packet.state not in (State.IN_PROGRESS, State.BLOCKED):
+        return None
+    if any(b.kind is BlockerKind.DEADLINE_PASSED for b in packet.blockers):
+        return None
+    return packet.stop_rules.deadline
 
 
-def watch_line(packet: Packet) -> str:
+def review_due(packet: Packet) -> datetime | None:
+    """When a result waiting for review is overdue: once per submission."""
+    if packet.state is not State.READY_FOR_REVIEW or packet.result is None:
+        return None
+    since = packet.result.submitted_at
+    if _nudged_since(packet, NudgeTopic.REVIEW_OVERDUE, since):
+        return None
+    within = packet.stop_rules.review_within or DEFAULT_REVIEW_WITHIN
+    return since + timedelta(seconds=within)
+
+
+def delivery_stall_due(packet: Packet) -> datetime | None:
+    """When a queued final delivery counts as stalled (if no relay runs): once per queueing."""
+    if packet.state is not State.APPROVED or packet.approval is None:
+        return None
+    queued = max([packet.approval.at, *(b.resolved_at for b in packet.blockers
+                                        if b.kind is BlockerKind.DELIVERY_FAILED
+                                        and b.resolved_at is not None)])
+    if _nudged_since(packet, NudgeTopic.DELIVERY_STALLED, queued):
+        return None
+    return queued + timedelta(seconds=DELIVERY_STALL_AFTER)
+
+
+def _nudged_since(packet: Packet, topic: NudgeTopic, since: datetime) -> bool:
+    return any(n.topic is topic and n.at >= since for n in packet.nudges)
+
+
+def is_due(moment: datetime | None, now: datetime) -> bool:
+    return moment is not None and now >= moment
+
+
+def next_check_at(packet: Packet, after: datetime | None = None) -> datetime | None:
+    """When a watchdog must next look at this run (None: never); with `after`, the first
+    such moment later than it (where a sweep that acted on nothing looks next)."""
+    if packet.kind is Kind.BOUNDED:
+        return None
+    due = [moment for moment in (silent_due(packet), deadline_due(packet), review_due(packet),
+                                 delivery_stall_due(packet))
+           if moment is not None and (after is None or moment > after)]
+    return min(due, default=None)
+
+
+def delivery_line(packet: Packet, deliveries: Sequence[Delivery] = (),
+                  now: datetime | None = None,
+                  relays: Sequence[RelayInfo] | None = None) -> str:
+    """Where the final delivery stands; `deliveries` are the run's outbox rows and `relays`
+    the live relays (None: not looked up)."""
+    return delivery_status.line(packet, deliveries, now, relays)
+
+
+def covering(packet: Packet, watchers: Sequence[Watcher], now: datetime) -> Watcher | None:
+    """The live active watcher whose scope covers the run (the most recent sweep wins). A
+    standby sweeps nothing, so it does not count, however ready it is to take over."""
+    live = [w for w in _in_scope(packet, watchers, now) if w.role is WatcherRole.ACTIVE]
+    return max(live, key=lambda w: (w.last_sweep or w.started_at, w.id), default=None)
+
+
+def standing_by(packet: Packet, watchers: Sequence[Watcher], now: datetime) -> list[str]:
+    """The live standbys whose scope covers the run: they take over if its sweeper goes."""
+    return sorted(w.id for w in _in_scope(packet, watchers, now)
+                  if w.role is WatcherRole.STANDBY)
+
+
+def _in_scope(packet: Packet, watchers: Sequence[Watcher], now: datetime) -> list[Watcher]:
+    return [w for w in watchers if w.expires_at > now and w.owner in (None, packet.owner)]
+
+
+def interval_text(seconds: float) -> str:
+    """`30s`, `0.5s`, `5m`: short intervals keep their fraction."""
+    return f"{seconds:g}s" if seconds < 90 else format_duration(seconds)
+
+
+def watch_line(packet: Packet, now: datetime, watcher: Watcher | None,
+               standbys: Sequence[str] = ()) -> str:
     if packet.state in TERMINAL:
         return "finished: nothing to watch"
     if packet.kind is Kind.BOUNDED:
         return "bounded: runs inline, no watcher expected"
-    return UNWATCHED
+    backup = f"; standby: {', '.join(standbys)}" if standbys else ""
+    if watcher is None:
+        if standbys:
+            return (f"unwatched: no active sweeper (standby: {', '.join(standbys)}, waiting "
+                    "for the sweeper lock); check back later")
+        return UNWATCHED
+    every = interval_text(watcher.interval_s)
+    if watcher.last_sweep is None:
+        return f"watched by {watcher.id} (no sweep yet, interval {every}{backup})"
+    ago = max(0.0, (now - watcher.last_sweep).total_seconds())
+    return f"watched by {watcher.id} (last sweep {ago:.0f} s ago, interval {every}{backup})"
 
 
-def observe(packet: Packet, now: datetime) -> Packet:
-    """The packet with its derived `observed` view filled in for `now`."""
+def observe(packet: Packet, now: datetime, watchers: Sequence[Watcher] = (),
+            deliveries: Sequence[Delivery] = (),
+            relays: Sequence[RelayInfo] | None = None) -> Packet:
+    """The packet with its derived `observed` view filled in for `now`; `watchers` are the
+    registered watchers (`Store.watchers`): only a live active one covering it counts
+    (standbys are named beside it);
+    `deliveries` are its outbox rows and `relays` the live relays (`Store.relays`)."""
     quiet = None
     if packet.state in (State.IN_PROGRESS, State.BLOCKED):
         quiet = round((now - last_sign_of_life(packet)).total_seconds(), 3)
+    watcher, standbys = None, list[str]()
+    if packet.state not in TERMINAL and packet.kind is Kind.LONG_RUNNING:
+        watcher = covering(packet, watchers, now)
+        standbys = standing_by(packet, watchers, now)
     observed = Observed(as_of=now, liveness=liveness(packet, now), silent_for_s=quiet,
-                        watch=watch_line(packet), delivery=delivery_line(packet))
+                        watch=watch_line(packet, now, watcher, standbys),
+                        watched_by=watcher.id if watcher else None,
+                        delivery=delivery_line(packet, deliveries, now, relays),
+                        deliveries=tuple(d for d in deliveries if d.run_id == packet.id))
     return msgspec.structs.replace(packet, observed=observed)

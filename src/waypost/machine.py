@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Iterable, Mapping
+from datetime import datetime
 from typing import Final
 
 import msgspec
 
+from waypost import gates, outbox
 from waypost.errors import (
     IllegalTransition,
     InvalidInput,
@@ -20,6 +22,13 @@ from waypost.errors import (
     RuleViolation,
     StaleLease,
 )
+from waypost.liveness import (
+    deadline_due,
+    delivery_stall_due,
+    is_due,
+    review_due,
+    silent_due,
+)
 from waypost.model import (
     Approval,
     Approved,
@@ -27,12 +36,15 @@ from waypost.model import (
     Authority,
     AuthorityTransferred,
     Blocker,
+    BlockerKind,
     BlockerOpened,
     BlockerResolved,
     Cancelled,
     ChangeRequest,
     ChangesRequested,
     Claimed,
+    Delivered,
+    DeliveryFailed,
     Event,
     EventData,
     EvidenceRecorded,
@@ -40,9 +52,15 @@ from waypost.model import (
     Kind,
     Lease,
     MarkedReady,
+    Nudge,
+    Nudged,
+    NudgeTopic,
     Packet,
     Progress,
+    Receipt,
     Result,
+    Review,
+    Reviewed,
     Started,
     State,
     Transfer,
@@ -60,8 +78,12 @@ class Move(enum.StrEnum):
     READY = "ready"  # submit the result packet for review
     CHANGES = "changes"  # the owner sends the work back
     APPROVE = "approve"  # the owner (or a transferee) accepts the result; delivery is queued
+    REVIEW = "review"  # the owner (or a transferee) re-runs the gates and records the verdicts
     TRANSFER = "transfer"  # the owner hands over an authority
     CANCEL = "cancel"  # the owner stops the run
+    NUDGE = "nudge"  # the watchdog tells the owner that something waits on them
+    DELIVER = "deliver"  # the relay records the target's receipt for the final delivery
+    DELIVERY_FAIL = "delivery_fail"  # the relay gives up on the final delivery: blocked
 
 
 class _Return:
@@ -95,13 +117,18 @@ TABLE: Final[Mapping[State, Mapping[Move, Target]]] = {
     },
     S.READY_FOR_REVIEW: {
         Move.EVIDENCE: None,
+        Move.REVIEW: None,
         Move.CHANGES: S.IN_PROGRESS,
         Move.APPROVE: S.APPROVED,
         Move.TRANSFER: None,
+        Move.NUDGE: None,
         Move.CANCEL: S.CANCELLED,
     },
     S.APPROVED: {
         Move.TRANSFER: None,
+        Move.DELIVER: S.DELIVERED,
+        Move.DELIVERY_FAIL: S.BLOCKED,
+        Move.NUDGE: None,
         Move.CANCEL: S.CANCELLED,
     },
     S.DELIVERED: {},
@@ -119,10 +146,23 @@ MOVE_OF: Final[Mapping[type[EventData], Move]] = {
     ChangesRequested: Move.CHANGES,
     AuthorityTransferred: Move.TRANSFER,
     Approved: Move.APPROVE,
+    Reviewed: Move.REVIEW,
     Cancelled: Move.CANCEL,
+    Nudged: Move.NUDGE,
+    Delivered: Move.DELIVER,
+    DeliveryFailed: Move.DELIVERY_FAIL,
 }
 
 OWNER_MOVES: Final = frozenset({Move.CHANGES, Move.TRANSFER, Move.CANCEL})
+WATCHDOG_PREFIX: Final = "watchdog:"
+RELAY_PREFIX: Final = "relay:"
+# what a watchdog may record, each with the moment it falls due (liveness.py)
+WATCHED: Final[Mapping[str, Callable[[Packet], datetime | None]]] = {
+    BlockerKind.WORKER_SILENT: silent_due,
+    BlockerKind.DEADLINE_PASSED: deadline_due,
+    NudgeTopic.REVIEW_OVERDUE: review_due,
+    NudgeTopic.DELIVERY_STALLED: delivery_stall_due,
+}
 VAGUE_DETAILS: Final = frozenset({"waiting", "blocked", "stuck", "pending", "todo", "tbd", "?"})
 
 
@@ -187,11 +227,21 @@ def _target(packet: Packet, move: Move) -> Target:
     raise IllegalTransition(f"{message} (allowed from {packet.state}: {allowed})", hint=hint)
 
 
+def is_watchdog(actor: str) -> bool:
+    return actor.startswith(WATCHDOG_PREFIX)
+
+
 def _authorize(packet: Packet, event: Event, move: Move) -> None:
+    if is_watchdog(event.actor) or move is Move.NUDGE:
+        _check_watchdog(packet, event)
+        return
     if move is Move.CLAIM:
         return
-    if move is Move.APPROVE:
-        _check_authority(packet, event.actor, Authority.APPROVE)
+    if move in (Move.DELIVER, Move.DELIVERY_FAIL):
+        _check_relay(packet, event, move)
+        return
+    if move in (Move.APPROVE, Move.REVIEW):
+        _check_authority(packet, event.actor, Authority.APPROVE, move)
         return
     if move in OWNER_MOVES:
         if event.actor != packet.owner:
@@ -201,6 +251,35 @@ def _authorize(packet: Packet, event: Event, move: Move) -> None:
             )
         return
     _check_worker(packet, event, move)
+
+
+def _watched_condition(data: EventData) -> Callable[[Packet], datetime | None] | None:
+    if isinstance(data, BlockerOpened):
+        return WATCHED.get(data.kind)
+    if isinstance(data, Nudged):
+        return WATCHED.get(data.topic)
+    return None
+
+
+def _check_watchdog(packet: Packet, event: Event) -> None:
+    """A watchdog records only the conditions it watches for, and only once they hold."""
+    condition = _watched_condition(event.data)
+    if condition is None or not is_watchdog(event.actor):
+        raise NotAuthorized(
+            f"{event.actor} may not record {event.type} on {packet.id}: a watchdog "
+            f"({WATCHDOG_PREFIX}ID) records only " + ", ".join(WATCHED) + " (and nothing else)",
+            hint=f"see the run with: waypost show {packet.id}",
+        )
+    due = condition(packet)
+    if not is_due(due, event.at):
+        what = getattr(event.data, "kind", None) or getattr(event.data, "topic", "")
+        why = (f"due {due:%Y-%m-%d %H:%M:%S}Z" if due
+               else f"already recorded, or nothing to watch for in {packet.state}")
+        raise RuleViolation(
+            f"{event.actor} may not record {what} on {packet.id} at "
+            f"{event.at:%Y-%m-%d %H:%M:%S}Z: it is not due ({why})",
+            hint=f"nothing to do; see the run with: waypost show {packet.id}",
+        )
 
 
 def _check_worker(packet: Packet, event: Event, move: Move) -> None:
@@ -235,13 +314,20 @@ def holds_authority(packet: Packet, actor: str, authority: Authority) -> bool:
         t.authority is authority and t.to == actor for t in packet.transfers)
 
 
-def _check_authority(packet: Packet, actor: str, authority: Authority) -> None:
+def check_may_review(packet: Packet, actor: str) -> None:
+    """Raise unless `actor` may review `packet` now (asked before any gate is run)."""
+    _target(packet, Move.REVIEW)
+    _check_authority(packet, actor, Authority.APPROVE, Move.REVIEW)
+
+
+def _check_authority(packet: Packet, actor: str, authority: Authority,
+                     move: Move | None = None) -> None:
     if holds_authority(packet, actor, authority):
         return
     holders = [packet.owner, *(t.to for t in packet.transfers if t.authority is authority)]
     role = " (the run's own worker)" if packet.worker and packet.worker.actor == actor else ""
     raise NotAuthorized(
-        f"{actor}{role} may not {authority} run {packet.id}: only "
+        f"{actor}{role} may not {move or authority} run {packet.id}: only "
         + ", ".join(dict.fromkeys(holders)) + " may",
         hint=f"the owner can hand it over: waypost transfer {packet.id} "
         f"--authority {authority} --to {actor} --as {packet.owner}",
@@ -434,10 +520,20 @@ def _authority_transferred(packet: Packet, event: Event) -> Packet:
 def _approved(packet: Packet, event: Event) -> Packet:
     data = event.data
     assert isinstance(data, Approved)
-    for waiver in data.waivers:
-        _require_text(waiver.reason, f"the waiver reason for gate {waiver.gate}")
+    gates.check_approval(packet, event.actor, data.waivers)
     approval = Approval(by=event.actor, at=event.at, waivers=data.waivers)
     return msgspec.structs.replace(packet, approval=approval)
+
+
+def _reviewed(packet: Packet, event: Event) -> Packet:
+    data = event.data
+    assert isinstance(data, Reviewed)
+    gates.check_review_evidence(packet, data.review_id, data.evidence)
+    review = Review(id=data.review_id, by=event.actor, at=event.at,
+                    submitted_at=packet.result.submitted_at if packet.result else None,
+                    evidence=tuple(e.id for e in data.evidence))
+    return msgspec.structs.replace(packet, evidence=(*packet.evidence, *data.evidence),
+                                   reviews=(*packet.reviews, review))
 
 
 def _cancelled(packet: Packet, event: Event) -> Packet:
@@ -445,6 +541,51 @@ def _cancelled(packet: Packet, event: Event) -> Packet:
     assert isinstance(data, Cancelled)
     _require_text(data.reason, "the reason")
     return msgspec.structs.replace(packet, cancel_reason=data.reason)
+
+
+def _check_relay(packet: Packet, event: Event, move: Move) -> None:
+    """Only a delivery relay records the final delivery's outcome; its further authority is
+    its lease on the outbox row, which the store checks in the same transaction."""
+    if not event.actor.startswith(RELAY_PREFIX):
+        raise NotAuthorized(
+            f"{event.actor} may not record {move} on {packet.id}: only a delivery relay "
+            f"({RELAY_PREFIX}ID) records the final delivery",
+            hint="run the relay: waypost deliver --once",
+        )
+
+
+def _check_final_key(packet: Packet, key: str) -> None:
+    if key != outbox.final_key(packet.id):
+        raise InvalidInput(f"{key} is not the final delivery of {packet.id}")
+
+
+def _delivered(packet: Packet, event: Event) -> Packet:
+    data = event.data
+    assert isinstance(data, Delivered)
+    _check_final_key(packet, data.key)
+    receipt = Receipt(key=data.key, target=packet.target, detail=data.detail,
+                      attempts=data.attempts, relay=event.actor, delivered_at=event.at)
+    return msgspec.structs.replace(packet, receipt=receipt)
+
+
+def _delivery_failed(packet: Packet, event: Event) -> Packet:
+    data = event.data
+    assert isinstance(data, DeliveryFailed)
+    _check_final_key(packet, data.key)
+    if data.blocker_id != next_blocker_id(packet):
+        raise InvalidInput(f"blocker id {data.blocker_id} is not {next_blocker_id(packet)}")
+    blocker = Blocker(id=data.blocker_id, kind=BlockerKind.DELIVERY_FAILED,
+                      detail=_require_text(data.detail, "a blocker's detail"),
+                      opened_at=event.at, opened_by=event.actor)
+    return msgspec.structs.replace(packet, blockers=(*packet.blockers, blocker))
+
+
+def _nudged(packet: Packet, event: Event) -> Packet:
+    data = event.data
+    assert isinstance(data, Nudged)
+    nudge = Nudge(topic=data.topic, detail=_require_text(data.detail, "a nudge's detail"),
+                  at=event.at, by=event.actor)
+    return msgspec.structs.replace(packet, nudges=(*packet.nudges, nudge))
 
 
 _HANDLERS: Final[Mapping[type[EventData], Callable[[Packet, Event], Packet]]] = {
@@ -458,5 +599,9 @@ _HANDLERS: Final[Mapping[type[EventData], Callable[[Packet, Event], Packet]]] = 
     ChangesRequested: _changes_requested,
     AuthorityTransferred: _authority_transferred,
     Approved: _approved,
+    Reviewed: _reviewed,
     Cancelled: _cancelled,
+    Nudged: _nudged,
+    Delivered: _delivered,
+    DeliveryFailed: _delivery_failed,
 }

@@ -151,6 +151,7 @@ class Evidence(Record, frozen=True, kw_only=True):
     reason: str | None = None  # required when the verdict is skipped
     artifacts: tuple[str, ...] = ()
     gate: str | None = None
+    review: str | None = None  # the review that rechecked it (assurance `rechecked`)
     recorded_at: datetime
     recorded_by: str
 
@@ -202,6 +203,16 @@ class Approval(Record, frozen=True, kw_only=True):
     waivers: tuple[Waiver, ...] = ()  # shown forever
 
 
+class Review(Record, frozen=True, kw_only=True):
+    """The owner's re-run of the gates; approval looks at the latest one only."""
+
+    id: str
+    by: str
+    at: datetime
+    submitted_at: datetime | None = None  # the result it reviewed (a resubmission needs another)
+    evidence: tuple[str, ...] = ()  # ids of the rechecked evidence it recorded
+
+
 class Purpose(enum.StrEnum):
     FINAL = "final"  # the one visible completion, to the run's target
     NOTICE = "notice"  # a non-final notice (blocked, ready, silent…), to the notify target
@@ -235,6 +246,7 @@ class Delivery(Record, frozen=True, kw_only=True):
     target: str
     event_seq: int
     created_at: datetime
+    queued_at: datetime  # when it was (last) queued: the retry horizon runs from here
     status: DeliveryStatus
     attempts: int  # attempts started (a claim counts, even if its relay died mid-send)
     next_attempt_at: datetime
@@ -268,6 +280,40 @@ class RelayInfo(Record, frozen=True, kw_only=True):
     expires_at: datetime  # past this without a beat, the relay counts as gone
 
 
+class WatcherRole(enum.StrEnum):
+    ACTIVE = "active"  # holds its scope's sweeper lock and sweeps (on SQLite: every watcher)
+    STANDBY = "standby"  # registered and retrying the lock: takes over when the holder goes
+
+
+class Watcher(Record, frozen=True, kw_only=True):
+    """A running watchdog's registration: it covers runs only while its lease is live."""
+
+    id: str
+    host: str
+    pid: int
+    interval_s: float  # how often it sweeps
+    owner: str | None = None  # scope: only this owner's runs; None: every run
+    started_at: datetime
+    last_beat: datetime
+    last_sweep: datetime | None = None
+    expires_at: datetime  # past this without a beat, the watcher counts as gone
+    role: WatcherRole = WatcherRole.ACTIVE
+
+
+class NudgeTopic(enum.StrEnum):
+    REVIEW_OVERDUE = "review_overdue"  # ready_for_review past review_within: nobody answered
+    DELIVERY_STALLED = "delivery_stalled"  # the final delivery sits queued, no relay running
+
+
+class Nudge(Record, frozen=True, kw_only=True):
+    """The watchdog told the owner that something waits on them (once per condition)."""
+
+    topic: NudgeTopic
+    detail: str
+    at: datetime
+    by: str
+
+
 class Observed(Record, frozen=True, kw_only=True):
     """Derived when the packet is read; never stored and never part of the fold."""
 
@@ -275,7 +321,9 @@ class Observed(Record, frozen=True, kw_only=True):
     liveness: Liveness | None = None
     silent_for_s: float | None = None
     watch: str
+    watched_by: str | None = None  # the live watcher covering the run, if any
     delivery: str
+    deliveries: tuple[Delivery, ...] = ()  # the run's outbox rows (final and notices)
 
 
 class Packet(Record, frozen=True, kw_only=True):
@@ -301,6 +349,9 @@ class Packet(Record, frozen=True, kw_only=True):
     transfers: tuple[Transfer, ...] = ()
     change_requests: tuple[ChangeRequest, ...] = ()
     approval: Approval | None = None
+    reviews: tuple[Review, ...] = ()
+    nudges: tuple[Nudge, ...] = ()  # what the watchdog told the owner
+    receipt: Receipt | None = None  # set when the final delivery reached the target
     cancel_reason: str | None = None
     idempotency_key: str | None = None
     created_at: datetime
@@ -389,6 +440,29 @@ class Cancelled(EventData, tag="cancelled", frozen=True, kw_only=True):
     reason: str
 
 
+class Reviewed(EventData, tag="reviewed", frozen=True, kw_only=True):
+    review_id: str
+    evidence: tuple[Evidence, ...] = ()  # one rechecked item per gate run
+
+
+class Delivered(EventData, tag="delivered", frozen=True, kw_only=True):
+    key: str  # the final delivery's idempotency key
+    detail: str  # the target's receipt
+    attempts: int
+
+
+class DeliveryFailed(EventData, tag="delivery_failed", frozen=True, kw_only=True):
+    key: str
+    blocker_id: str  # the delivery_failed blocker this opens
+    detail: str  # names the target and the last error
+    attempts: int
+
+
+class Nudged(EventData, tag="nudged", frozen=True, kw_only=True):
+    topic: NudgeTopic
+    detail: str
+
+
 AnyEventData = (
     Started
     | Claimed
@@ -402,6 +476,10 @@ AnyEventData = (
     | AuthorityTransferred
     | Approved
     | Cancelled
+    | Reviewed
+    | Nudged
+    | Delivered
+    | DeliveryFailed
 )
 
 
@@ -434,10 +512,17 @@ def to_builtins(obj: Any) -> Any:
     return msgspec.to_builtins(obj)
 
 
+_decoders: dict[Any, msgspec.json.Decoder[Any]] = {}
+
+
 def from_json(data: bytes | str, type_: type[T]) -> T:
     """Decode and validate; a bad document raises InvalidInput naming the field."""
+    decoder = _decoders.get(type_)
+    if decoder is None:  # building a decoder costs more than using it: keep one per type
+        decoder = _decoders.setdefault(type_, msgspec.json.Decoder(type_))
     try:
-        return msgspec.json.decode(data, type=type_)
+        result: T = decoder.decode(data)
+        return result
     except msgspec.ValidationError as exc:
         raise InvalidInput(
             f"invalid {type_.__name__}: {exc}",

@@ -10,11 +10,15 @@ from __future__ import annotations
 from waypost.model import (
     Approved,
     BlockerOpened,
+    BlockerResolved,
+    DeliveryFailed,
     Event,
     MarkedReady,
+    Nudged,
     OutboxItem,
     Packet,
     Purpose,
+    State,
 )
 
 
@@ -23,9 +27,15 @@ def final_key(run_id: str) -> str:
 
 
 def plan(before: Packet, after: Packet, event: Event) -> list[OutboxItem]:
-    """The outbox rows `event` adds (empty for most events)."""
+    """The outbox rows `event` adds (empty for most events).
+
+    Resolving the `delivery_failed` blocker plans the final delivery again under its one
+    key: the store queues that same row again (same key, same webhook-id).
+    """
     data = event.data
-    if isinstance(data, Approved):
+    requeued = (isinstance(data, BlockerResolved) and before.state is State.BLOCKED
+                and after.state is State.APPROVED)  # the delivery_failed blocker was resolved
+    if isinstance(data, Approved) or requeued:
         return [OutboxItem(key=final_key(after.id), run_id=after.id, purpose=Purpose.FINAL,
                            topic="approved", target=after.target, event_seq=event.seq,
                            created_at=event.at)]
@@ -36,6 +46,10 @@ def plan(before: Packet, after: Packet, event: Event) -> list[OutboxItem]:
         topic = "silent" if data.kind == "worker_silent" else "blocked"
     elif isinstance(data, MarkedReady):
         topic = "ready_for_review"
+    elif isinstance(data, DeliveryFailed):
+        topic = "delivery_failed"
+    elif isinstance(data, Nudged):
+        topic = data.topic.value  # review_overdue, delivery_stalled
     if topic is None:
         return []
     return [OutboxItem(key=f"{after.id}.{event.seq}.{topic}", run_id=after.id,

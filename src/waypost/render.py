@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
+from waypost.delivery import status as delivery_status
 from waypost.durations import format_duration
-from waypost.model import Event, Evidence, Packet
+from waypost.model import Event, Evidence, Packet, Review
 
 
 def _when(moment: datetime | None) -> str:
@@ -21,7 +22,25 @@ def _ago(moment: datetime | None, now: datetime) -> str:
 
 def _evidence_line(e: Evidence) -> str:
     extra = f" — reason: {e.reason}" if e.reason and e.reason not in e.summary else ""
-    return f"{e.id} {e.verdict:<7} {e.assurance:<9} {e.kind:<10} {e.summary}{extra}"
+    gate = f" [gate {e.gate}" + (f", review {e.review}]" if e.review else "]") if e.gate else ""
+    return f"{e.id} {e.verdict:<7} {e.assurance:<9} {e.kind:<10} {e.summary}{extra}{gate}"
+
+
+def _review_tally(packet: Packet, review: Review) -> str:
+    verdicts = [e.verdict for e in packet.evidence if e.review == review.id]
+    counts = ", ".join(f"{verdicts.count(v)} {v}" for v in dict.fromkeys(verdicts))
+    return f"{review.id} by {review.by} at {_when(review.at)}: {counts or 'no gates'}"
+
+
+def _approval_lines(packet: Packet) -> list[str]:
+    """Reviews, the approval and every waiver: a waiver stays on show for good."""
+    lines = _section("reviews", [_review_tally(packet, r) for r in packet.reviews])
+    approval = packet.approval
+    if approval is not None:
+        lines.append(f"  approved   by {approval.by} at {_when(approval.at)}")
+        lines += [f"  WAIVED     gate {w.gate} by {w.by} at {_when(w.at)}: {w.reason}"
+                  for w in approval.waivers]
+    return lines
 
 
 def show_text(packet: Packet, now: datetime) -> str:
@@ -61,6 +80,12 @@ def show_text(packet: Packet, now: datetime) -> str:
             lines.append(f"  public     {packet.result.public_summary}")
     lines.extend(_section("changes requested",
                           [f"{c.reason} ({c.by}, {_when(c.at)})" for c in packet.change_requests]))
+    lines.extend(_section("owner nudged", [f"{n.topic}: {n.detail} ({n.by}, {_when(n.at)})"
+                                           for n in packet.nudges]))
+    lines.extend(_approval_lines(packet))
+    if obs is not None:
+        lines.extend(_section("deliveries", [delivery_status.row(d, now)
+                                             for d in obs.deliveries]))
     if packet.cancel_reason:
         lines.append(f"  cancelled  {packet.cancel_reason}")
     return "\n".join(lines)
@@ -113,17 +138,25 @@ def show_markdown(packet: Packet, now: datetime) -> str:
                 for e in packet.evidence]
     if packet.result:
         out += ["", "## Result", "", packet.result.summary]
+    if packet.reviews or packet.approval:
+        out += ["", "## Review", ""] + [f"- {line.strip()}" for line in _approval_lines(packet)
+                                        if line.strip() != "reviews:"]
     return "\n".join(out) + "\n"
 
 
 def board(packets: Sequence[Packet], now: datetime) -> str:
     if not packets:
         return "no runs"
-    rows = [("RUN", "STATE", "OWNER", "WORKER", "HEARD", "WATCH", "TITLE")]
+    rows = [("RUN", "STATE", "OWNER", "WORKER", "HEARD", "WATCH", "DELIVERY", "TITLE")]
     for p in packets:
-        watch = p.observed.watch.split(":")[0] if p.observed else "-"
+        watch = "-"
+        if p.observed:
+            watched_by = p.observed.watched_by
+            watch = f"watched by {watched_by}" if watched_by else p.observed.watch.split(":")[0]
         rows.append((p.id, p.state.value, p.owner, p.worker.actor if p.worker else "-",
-                     _ago(p.progress.last_heartbeat, now), watch, p.title[:50]))
+                     _ago(p.progress.last_heartbeat, now), watch,
+                     delivery_status.short(p, p.observed.deliveries if p.observed else ()),
+                     p.title[:50]))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)) + "  " + r[-1]
                      for r in rows)

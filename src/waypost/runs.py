@@ -8,7 +8,6 @@ re-decides, so concurrent heartbeats never lose each other.
 from __future__ import annotations
 
 import hashlib
-import random
 import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
@@ -16,7 +15,7 @@ from datetime import datetime, timedelta
 from waypost import outbox
 from waypost.config import Config
 from waypost.durations import new_run_id, parse_deadline, utcnow
-from waypost.errors import InvalidInput, StoreError, VersionConflict
+from waypost.errors import InvalidInput, StoreError, VersionConflict, WaypostError
 from waypost.history import make_event
 from waypost.machine import apply, next_blocker_id, next_evidence_id
 from waypost.model import (
@@ -48,7 +47,7 @@ from waypost.model import (
     Waiver,
     to_json,
 )
-from waypost.store.base import Store
+from waypost.store.base import Snapshot, Store
 
 Clock = Callable[[], datetime]
 MAX_ATTEMPTS = 200
@@ -96,8 +95,9 @@ def start(
         title=title, kind=resolved_kind, owner=owner if owner is not None else actor,
         target=target if target is not None else ("" if resolved_kind is Kind.LONG_RUNNING
                                                   else "none:"),
-        notify=notify, worker=worker, lease_expires_at=_lease_until(rules, now),
-        stop_rules=rules, gates=tuple(gates), idempotency_key=idempotency_key,
+        notify=notify, worker=worker, lease_expires_at=lease_until(rules, now),
+        stop_rules=rules, gates=with_default_gates(gates, config),
+        idempotency_key=idempotency_key,
     )
     run_id = new_run_id(now)
     event = make_event(None, run_id, data, actor=actor, at=now)
@@ -105,14 +105,32 @@ def start(
     return Run(store, packet.id, actor=actor, clock=clock), created
 
 
+def with_default_gates(gates: Sequence[Gate], config: Config) -> tuple[Gate, ...]:
+    """The project's `[gates]` first, then the run's own (which win on the same name);
+    every check is parsed now, so a typo is refused before the run exists."""
+    from waypost.checks import parse_check
+
+    merged = {g.name: g for g in (parse_gate(f"{n}={c}") for n, c in config.gates)}
+    merged.update((g.name, g) for g in gates)
+    for gate in merged.values():
+        parse_check(gate.check)
+    return tuple(merged.values())
+
+
 def _fingerprint(*params: object) -> str:
     return hashlib.sha256(to_json([str(p) if isinstance(p, datetime) else p
                                    for p in params])).hexdigest()
 
 
-def _lease_until(rules: StopRules, now: datetime) -> datetime | None:
+def lease_until(rules: StopRules, now: datetime) -> datetime | None:
     seconds = rules.max_silence or (rules.heartbeat_interval or 0) * 3
     return now + timedelta(seconds=seconds) if seconds else None
+
+
+def _jitter(attempt: int) -> float:
+    import random  # only after a conflict: the CLI's hot verbs do not pay for it
+
+    return random.uniform(0, 0.002 * min(attempt + 1, 10))
 
 
 class Run:
@@ -126,6 +144,7 @@ class Run:
         self.epoch = epoch
         self.clock = clock
         self.expected_version = expected_version
+        self._last: Snapshot | None = None  # what this handle committed last
 
     def __repr__(self) -> str:
         return f"Run({self.id!r}, actor={self.actor!r}, epoch={self.epoch!r})"
@@ -135,26 +154,42 @@ class Run:
         return self.store.get(self.id)
 
     def write(self, build: Callable[[Packet], AnyEventData]) -> Packet:
-        """The one write path: build an event from the current packet, apply, commit."""
+        """The one write path: build an event from the current packet, apply, commit.
+
+        The packet this handle committed last is reused instead of read again (a worker's
+        next heartbeat skips a read): if anything changed since, the version guard refuses
+        the commit, and a refusal or a broken rule is decided again on a fresh read.
+        """
         for attempt in range(MAX_ATTEMPTS):
-            snap = self.store.load(self.id)
-            if self.expected_version not in (None, snap.packet.version):
-                raise VersionConflict(
-                    f"run {self.id} is at version {snap.packet.version}, "
-                    f"not {self.expected_version}",
-                    hint=f"read it again: waypost show {self.id}",
-                )
-            event = make_event(snap.packet, self.id, build(snap.packet), actor=self.actor,
-                               at=self.clock(), epoch=self.epoch, prev_hash=snap.head_hash)
-            packet = apply(snap.packet, event)
+            snap, self._last = self._last, None
+            fresh = snap is None
+            if snap is None:
+                snap = self.store.load(self.id)
+            try:
+                if self.expected_version not in (None, snap.packet.version):
+                    raise VersionConflict(
+                        f"run {self.id} is at version {snap.packet.version}, "
+                        f"not {self.expected_version}",
+                        hint=f"read it again: waypost show {self.id}",
+                    )
+                event = make_event(snap.packet, self.id, build(snap.packet), actor=self.actor,
+                                   at=self.clock(), epoch=self.epoch, prev_hash=snap.head_hash)
+                packet = apply(snap.packet, event)
+            except WaypostError:
+                if fresh:
+                    raise
+                continue
             try:
                 self.store.commit(self.id, snap.packet.version, [event], packet,
                                   outbox.plan(snap.packet, packet, event))
-                return packet
             except VersionConflict:
-                if self.expected_version is not None:
+                if self.expected_version is not None and fresh:
                     raise
-                time.sleep(random.uniform(0, 0.002 * min(attempt + 1, 10)))
+                if fresh:
+                    time.sleep(_jitter(attempt))
+                continue
+            self._last = Snapshot(packet, event.hash)
+            return packet
         raise StoreError(f"run {self.id}: gave up after {MAX_ATTEMPTS} conflicting writes")
 
     # --- the worker's verbs -----------------------------------------------------------
@@ -165,7 +200,7 @@ class Run:
         def build(p: Packet) -> Claimed:
             holder = p.worker.actor if p.worker and p.worker.actor != self.actor else None
             return Claimed(epoch=(p.worker.epoch if p.worker else 0) + 1,
-                           lease_expires_at=_lease_until(p.stop_rules, self.clock()),
+                           lease_expires_at=lease_until(p.stop_rules, self.clock()),
                            took_over_from=holder)
 
         self.epoch = None
@@ -177,7 +212,7 @@ class Run:
     def heartbeat(self, note: str | None = None, progress: float | None = None) -> Packet:
         return self.write(lambda p: Heartbeat(
             note=note, fraction=progress,
-            lease_expires_at=_lease_until(p.stop_rules, self.clock())))
+            lease_expires_at=lease_until(p.stop_rules, self.clock())))
 
     def block(self, kind: BlockerKind, detail: str) -> tuple[Packet, str]:
         ids: list[str] = []
@@ -225,7 +260,12 @@ class Run:
                                     summary=summary)
 
     def ready(self, summary: str, public_summary: str | None = None,
-              artifacts: Sequence[str] = ()) -> Packet:
+              artifacts: Sequence[str] = (), config: Config | None = None) -> Packet:
+        """Submit the result; an artifact it names must hold substantive content."""
+        if artifacts:
+            from waypost.checks import require_substantive
+
+            require_substantive(self.store, self.packet, artifacts, config or Config())
         return self.write(lambda p: MarkedReady(summary=summary, public_summary=public_summary,
                                                 artifacts=tuple(artifacts)))
 

@@ -6,14 +6,20 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from waypost.errors import InvalidInput, NotFound
 from waypost.store.base import Snapshot, Store
 
+if TYPE_CHECKING:
+    from waypost.store.postgres import PostgresStore
+
 STORE_DIR = ".waypost"
 STORE_FILE = "waypost.db"
+POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 
-__all__ = ["STORE_DIR", "STORE_FILE", "Snapshot", "Store", "find_default", "open_store"]
+__all__ = ["POSTGRES_SCHEMES", "STORE_DIR", "STORE_FILE", "Snapshot", "Store", "find_default",
+           "open_postgres", "open_store", "sqlite_path"]
 
 
 def find_default(start: Path | None = None) -> Path | None:
@@ -36,20 +42,37 @@ def open_store(url: str | None = None) -> Store:
                 hint="create one with: waypost init  (or set WAYPOST_URL / pass --store)",
             )
         url = str(found)
-    if url.startswith(("postgresql://", "postgres://")):
-        raise InvalidInput(
-            "this version of waypost stores runs in SQLite only",
-            hint="use sqlite:///path/to/waypost.db or a plain path",
-        )
+    if url.startswith(POSTGRES_SCHEMES):
+        return open_postgres(url)
+    from waypost.store.sqlite import SqliteStore
+
+    return SqliteStore(sqlite_path(url))
+
+
+def sqlite_path(url: str) -> str:
+    """The file a `sqlite:///…` URL or a plain path names."""
     if url.startswith("sqlite:"):
         rest = url.removeprefix("sqlite:")
         if not rest.startswith("///"):
             raise InvalidInput(f"bad SQLite URL {url!r}: write sqlite:///relative.db or "
                                "sqlite:////absolute.db")
-        url = rest[3:]
-    elif "://" in url:
+        return rest[3:]
+    if "://" in url:
         raise InvalidInput(f"unknown store URL scheme in {url!r}",
                            hint="use sqlite:///path.db, a plain path, or postgresql://…")
-    from waypost.store.sqlite import SqliteStore
+    return url
 
-    return SqliteStore(url)
+
+def open_postgres(url: str, *, migrate_schema: bool = True) -> PostgresStore:
+    """Open a postgresql:// store; without `migrate_schema`, as found (`waypost doctor`)."""
+    # Imported here so that SQLite users never load (or need) psycopg.
+    try:
+        from waypost.store.postgres import PostgresStore
+    except ImportError as exc:
+        if exc.name not in ("psycopg", "psycopg_pool"):
+            raise
+        raise InvalidInput(
+            f"a postgresql:// store needs psycopg, which is not installed ({exc.name})",
+            hint="install it with: pip install 'waypost[postgres]'",
+        ) from exc
+    return PostgresStore(url, migrate_schema=migrate_schema)

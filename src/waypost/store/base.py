@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Collection, Sequence
+from datetime import datetime
 from types import TracebackType
 from typing import Self
 
-from waypost.model import Event, OutboxItem, Packet, State
+import msgspec
+
+from waypost.model import Delivery, Event, OutboxItem, Packet, RelayInfo, State, Watcher
 
 
 class Snapshot:
@@ -18,6 +21,73 @@ class Snapshot:
     def __init__(self, packet: Packet, head_hash: str) -> None:
         self.packet = packet
         self.head_hash = head_hash
+
+
+class Due(Snapshot):
+    """A run whose next check is due, with its stored `next_check_at` (the paging key)."""
+
+    __slots__ = ("due_at",)
+
+    def __init__(self, packet: Packet, head_hash: str, due_at: datetime) -> None:
+        super().__init__(packet, head_hash)
+        self.due_at = due_at
+
+
+class Pruned(msgspec.Struct, frozen=True, kw_only=True):
+    """What `Store.prune` removed."""
+
+    runs: int
+    events: int
+    deliveries: int  # outbox rows
+    blobs: int
+    blob_bytes: int
+
+
+class RunWrite(msgspec.Struct, frozen=True, kw_only=True):
+    """A run write (what `Store.commit` takes), to be committed with an outbox change."""
+
+    run_id: str
+    expected_version: int
+    events: tuple[Event, ...]
+    packet: Packet
+    outbox: tuple[OutboxItem, ...] = ()
+
+
+class SweeperLock(ABC):
+    """The right to sweep one scope of a store (every run, or one owner's runs).
+
+    Where several hosts share a store, at most one watcher per scope holds it at a time (the
+    active sweeper); the others stay registered as standbys and retry every interval.
+    """
+
+    @abstractmethod
+    def try_acquire(self) -> bool:
+        """Take the lock if nobody holds it, never waiting. True while this holder has it:
+        each call checks that a hold taken earlier is still in force."""
+
+    @abstractmethod
+    def take_over(self) -> bool:
+        """End whoever holds the lock and take it; True when taken. Only for a holder whose
+        registration has lapsed: it is stuck, or its host is gone."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Give the lock up, if held, and release what keeps it."""
+
+
+class AlwaysHeld(SweeperLock):
+    """The sweeper lock of a store on one machine, which every watcher holds at once: its
+    writes serialise, and sweeps that overlap still record each condition once (the machine
+    refuses a second record), so nothing needs one sweeper at a time."""
+
+    def try_acquire(self) -> bool:
+        return True
+
+    def take_over(self) -> bool:
+        return True
+
+    def close(self) -> None:
+        pass
 
 
 class Store(ABC):
@@ -44,7 +114,11 @@ class Store(ABC):
         transaction, if the packet's version is still `expected_version`.
 
         Raises VersionConflict when another write came first, NotFound for no such run.
-        An outbox key that already exists is kept as it is (never queued twice).
+        An outbox key that already exists is kept as it is (never queued twice), with one
+        exception: a `failed` final delivery planned again (its `delivery_failed` blocker
+        was resolved) is queued again under the same key: status `queued`,
+        `next_attempt_at` and `queued_at` = the item's `created_at`, lease cleared;
+        `attempts`, `last_error`, `created_at` and `event_seq` are kept.
         """
 
     @abstractmethod
@@ -62,11 +136,126 @@ class Store(ABC):
 
     @abstractmethod
     def put_blob(self, data: bytes) -> str:
-        """Store bytes content-addressed; return their sha256 (idempotent)."""
+        """Store bytes content-addressed; return their sha256 (idempotent). Storing bytes
+        that exist already renews their stored-at time, which `prune` honours."""
 
     @abstractmethod
     def get_blob(self, sha256: str) -> bytes:
         """The bytes stored under `sha256`, or NotFound."""
+
+    # --- the outbox, for delivery relays ----------------------------------------------
+
+    @abstractmethod
+    def claim_deliveries(self, relay: str, *, now: datetime, lease_s: float,
+                         limit: int = 1) -> list[Delivery]:
+        """Lease up to `limit` due deliveries to `relay`; return them as updated.
+
+        Due: status `queued`, `next_attempt_at <= now`, and no live lease (none, or
+        `lease_expires_at <= now`: its relay died mid-attempt). Earliest `next_attempt_at`
+        first. Each claimed row gets `lease_owner = relay`, `lease_expires_at = now +
+        lease_s`, `last_attempt_at = now` and `attempts + 1`. Concurrent callers never get
+        the same row while its lease is live.
+        """
+
+    @abstractmethod
+    def retry_delivery(self, key: str, relay: str, *, error: str,
+                       retry_at: datetime) -> Delivery:
+        """Record a failed attempt that may succeed later: the row stays `queued`, due at
+        `retry_at`, with `last_error = error` and its lease cleared.
+
+        StaleLease if `relay` is not the row's `lease_owner` or the row is not `queued`
+        (another relay took it over); NotFound for an unknown key. Nothing changes then.
+        """
+
+    @abstractmethod
+    def finish_delivery(self, key: str, relay: str, *, at: datetime,
+                        receipt: str | None = None, error: str | None = None,
+                        write: RunWrite | None = None) -> Delivery:
+        """Settle a delivery for good and clear its lease, in one transaction: `sent` with
+        `sent_at = at` and `receipt` (when `receipt` is given; `last_error` is kept), else
+        `failed` with `last_error = error` (kept as it was when `error` is None).
+        `attempts` is not changed (the claim counted the attempt).
+
+        With `write`, the run's events, packet and outbox rows are committed exactly as
+        `commit` does, in the same transaction: the `delivered` / `delivery_failed` event
+        and the row change are one atomic step. StaleLease as in `retry_delivery`;
+        VersionConflict and NotFound as in `commit`. On any error nothing changes.
+        """
+
+    @abstractmethod
+    def deliveries(self, run_ids: Collection[str]) -> list[Delivery]:
+        """The outbox rows of these runs, in one indexed query however many ids: by run
+        id, then `event_seq`. Unknown ids give no rows."""
+
+    @abstractmethod
+    def next_delivery_due(self) -> datetime | None:
+        """When the earliest `queued` delivery becomes claimable (the later of its
+        `next_attempt_at` and its live lease's expiry); None when nothing is queued."""
+
+    @abstractmethod
+    def beat_relay(self, relay: RelayInfo) -> None:
+        """Register a delivery relay, or renew its registration (upsert by `relay.id`)."""
+
+    @abstractmethod
+    def remove_relay(self, relay_id: str) -> None:
+        """Drop a relay's registration (its clean shutdown); an unknown id is ignored."""
+
+    @abstractmethod
+    def relays(self, *, now: datetime) -> list[RelayInfo]:
+        """Registered relays whose `expires_at` is after `now`, latest beat first."""
+
+    # --- the watchdog -----------------------------------------------------------------
+
+    @abstractmethod
+    def beat_watcher(self, watcher: Watcher) -> None:
+        """Register a watcher, or renew its registration: upsert by `watcher.id`, every
+        field replaced (a renewal carries the new `last_beat`, `last_sweep`, `expires_at`)."""
+
+    @abstractmethod
+    def remove_watcher(self, watcher_id: str) -> None:
+        """Drop a watcher's registration (its clean shutdown); an unknown id is ignored."""
+
+    @abstractmethod
+    def watchers(self, *, now: datetime) -> list[Watcher]:
+        """Registered watchers whose `expires_at` is after `now`, latest beat first: one
+        small indexed query (`show` and `ls` make it to tell who covers a run)."""
+
+    @abstractmethod
+    def sweeper_lock(self, owner: str | None = None) -> SweeperLock:
+        """The lock a watcher holds to sweep every run (`owner` None) or one owner's runs:
+        one holder per scope at a time where several hosts share the store, `AlwaysHeld`
+        where they cannot. Close it when done."""
+
+    @abstractmethod
+    def due_runs(self, *, now: datetime, owner: str | None = None,
+                 after: tuple[datetime, str] | None = None, limit: int = 500) -> list[Due]:
+        """Runs whose stored `next_check_at` is at or before `now`, ordered by
+        (`next_check_at`, id), at most `limit`; only that owner's with `owner`.
+
+        `after` = (`due_at`, run id) of the last row of the previous page: only rows after
+        it (keyset paging). Read through the index on `next_check_at`: the cost grows with
+        the due runs, never with the stored runs. Runs with no next check never match.
+        """
+
+    @abstractmethod
+    def defer_check(self, run_id: str, *, expected_version: int, at: datetime | None) -> bool:
+        """Set the run's `next_check_at` to `at` (None: never) without an event, if its
+        packet is still at `expected_version`; return whether it was set. A miss is not an
+        error: a newer write has stored its own next check. An unknown run gives False."""
+
+    @abstractmethod
+    def prune(self, *, before: datetime, states: Collection[State],
+              blobs_before: datetime) -> Pruned:
+        """Delete the runs in `states` last updated before `before`, with their events and
+        outbox rows; then every blob no remaining packet names (`artifacts[].sha256`,
+        `evidence[].log_sha256`) that was last stored before `blobs_before` (an artifact's
+        blob is stored just before the event that names it: the grace keeps it); then
+        watcher registrations that expired before `before`.
+
+        `states` must be terminal (`delivered`, `cancelled`): any other raises InvalidInput
+        and deletes nothing. Runs are deleted in short transactions, each run with all of
+        its rows at once, so a crash never leaves half a run.
+        """
 
     @abstractmethod
     def close(self) -> None:

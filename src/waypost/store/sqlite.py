@@ -8,7 +8,7 @@ import threading
 import time
 from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
-from importlib import resources
+from datetime import datetime
 from pathlib import Path
 
 import msgspec
@@ -16,24 +16,39 @@ import msgspec
 from waypost.errors import (
     IdempotencyConflict,
     IntegrityError,
+    InvalidInput,
     NotFound,
     StoreError,
     VersionConflict,
 )
 from waypost.liveness import next_check_at
-from waypost.model import Event, OutboxItem, Packet, State, to_json
-from waypost.store.base import Snapshot, Store
+from waypost.model import (
+    TERMINAL,
+    Delivery,
+    Event,
+    OutboxItem,
+    Packet,
+    RelayInfo,
+    State,
+    Watcher,
+    to_json,
+)
+from waypost.store import sqlite_outbox, sqlite_watch
+from waypost.store.base import AlwaysHeld, Due, Pruned, RunWrite, Snapshot, Store
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 5
 BUSY_TIMEOUT_MS = 60_000
 _packet_decoder = msgspec.json.Decoder(Packet)
 _event_decoder = msgspec.json.Decoder(Event)
 
 
 def _migrations() -> list[str]:
+    from importlib import resources  # only when migrating: it costs every CLI call ~5 ms
+
     folder = resources.files("waypost.store")
     return [folder.joinpath(name).read_text("utf-8")
-            for name in ("sqlite.sql", "sqlite_2_outbox.sql")]
+            for name in ("sqlite.sql", "sqlite_2_outbox.sql", "sqlite_3_delivery.sql",
+                         "sqlite_4_watchers.sql", "sqlite_5_watcher_role.sql")]
 
 
 class SqliteStore(Store):
@@ -134,18 +149,28 @@ class SqliteStore(Store):
                packet: Packet, outbox: Sequence[OutboxItem] = ()) -> None:
         try:
             with self._write() as db:
-                cur = db.execute(
-                    "UPDATE runs SET version = ?, state = ?, owner = ?, head_hash = ?,"
-                    " updated_at = ?, next_check_at = ?, packet = ?"
-                    " WHERE id = ? AND version = ?",
-                    (*self._columns(packet, events[-1]), run_id, expected_version),
-                )
-                if cur.rowcount != 1:
-                    self._explain_miss(db, run_id, expected_version)
-                self._insert_events(db, events)
-                self._queue(db, outbox)
+                self._commit_in(db, run_id, expected_version, events, packet, outbox)
         except sqlite3.Error as exc:
             raise StoreError(f"cannot write run {run_id}: {exc}") from exc
+
+    def _commit_in(self, db: sqlite3.Connection, run_id: str, expected_version: int,
+                   events: Sequence[Event], packet: Packet,
+                   outbox: Sequence[OutboxItem]) -> None:
+        version, state, owner, *rest = self._columns(packet, events[-1])
+        cur = db.execute(
+            "UPDATE runs SET version = ?, state = ?, head_hash = ?,"
+            " updated_at = ?, next_check_at = ?, packet = ?"
+            " WHERE id = ? AND version = ?",
+            (version, state, *rest, run_id, expected_version),
+        )
+        if cur.rowcount != 1:
+            self._explain_miss(db, run_id, expected_version)
+        # SQLite rewrites an index whenever its column is SET, even to the same value: the
+        # owner (set at start) is written only if it changed, saving a page per commit.
+        db.execute("UPDATE runs SET owner = ? WHERE id = ? AND owner <> ?",
+                   (owner, run_id, owner))
+        self._insert_events(db, events)
+        sqlite_outbox.queue(db, outbox)
 
     @staticmethod
     def _columns(packet: Packet, last: Event) -> tuple[object, ...]:
@@ -170,15 +195,6 @@ class SqliteStore(Store):
             "INSERT INTO events (run_id, seq, type, at, actor, body) VALUES (?, ?, ?, ?, ?, ?)",
             [(e.run_id, e.seq, e.type, e.at.isoformat(), e.actor, to_json(e).decode())
              for e in events],
-        )
-
-    @staticmethod
-    def _queue(db: sqlite3.Connection, outbox: Sequence[OutboxItem]) -> None:
-        db.executemany(
-            "INSERT OR IGNORE INTO outbox (key, run_id, purpose, topic, target, event_seq,"
-            " created_at, next_attempt_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            [(o.key, o.run_id, o.purpose.value, o.topic, o.target, o.event_seq,
-              o.created_at.isoformat(), o.created_at.timestamp()) for o in outbox],
         )
 
     # --- reads ------------------------------------------------------------------------
@@ -234,8 +250,9 @@ class SqliteStore(Store):
         digest = hashlib.sha256(data).hexdigest()
         try:
             with self._write() as db:
-                db.execute("INSERT OR IGNORE INTO blobs (sha256, size, data) VALUES (?, ?, ?)",
-                           (digest, len(data), data))
+                db.execute("INSERT INTO blobs (sha256, size, data, stored_at) VALUES (?, ?, ?, ?)"
+                           " ON CONFLICT (sha256) DO UPDATE SET stored_at = excluded.stored_at",
+                           (digest, len(data), data, time.time()))
         except sqlite3.Error as exc:
             raise StoreError(f"cannot store blob: {exc}") from exc
         return digest
@@ -247,6 +264,105 @@ class SqliteStore(Store):
         if row is None:
             raise NotFound(f"no blob {sha256}")
         return bytes(row[0])
+
+    # --- the outbox and relays (SQL in sqlite_outbox.py) ------------------------------
+
+    def claim_deliveries(self, relay: str, *, now: datetime, lease_s: float,
+                         limit: int = 1) -> list[Delivery]:
+        with self._writing("claim deliveries") as db:
+            return sqlite_outbox.claim(db, relay, now=now, lease_s=lease_s, limit=limit)
+
+    def retry_delivery(self, key: str, relay: str, *, error: str,
+                       retry_at: datetime) -> Delivery:
+        with self._writing(f"record an attempt of {key}") as db:
+            return sqlite_outbox.retry(db, key, relay, error=error, retry_at=retry_at)
+
+    def finish_delivery(self, key: str, relay: str, *, at: datetime,
+                        receipt: str | None = None, error: str | None = None,
+                        write: RunWrite | None = None) -> Delivery:
+        with self._writing(f"finish delivery {key}") as db:
+            sqlite_outbox.finish(db, key, relay, at=at, receipt=receipt, error=error)
+            if write is not None:
+                self._commit_in(db, write.run_id, write.expected_version, write.events,
+                                write.packet, write.outbox)
+            return sqlite_outbox.get(db, key)
+
+    def deliveries(self, run_ids: Collection[str]) -> list[Delivery]:
+        with self._lock:
+            return sqlite_outbox.of_runs(self._db, run_ids)
+
+    def next_delivery_due(self) -> datetime | None:
+        with self._lock:
+            return sqlite_outbox.next_due(self._db)
+
+    def beat_relay(self, relay: RelayInfo) -> None:
+        with self._writing(f"register relay {relay.id}") as db:
+            sqlite_outbox.beat_relay(db, relay)
+
+    def remove_relay(self, relay_id: str) -> None:
+        with self._writing(f"remove relay {relay_id}") as db:
+            sqlite_outbox.remove_relay(db, relay_id)
+
+    def relays(self, *, now: datetime) -> list[RelayInfo]:
+        with self._lock:
+            return sqlite_outbox.live_relays(self._db, now)
+
+    # --- the watchdog (SQL in sqlite_watch.py) -----------------------------------------
+
+    def beat_watcher(self, watcher: Watcher) -> None:
+        with self._writing(f"register watcher {watcher.id}") as db:
+            sqlite_watch.beat_watcher(db, watcher)
+
+    def remove_watcher(self, watcher_id: str) -> None:
+        with self._writing(f"remove watcher {watcher_id}") as db:
+            sqlite_watch.remove_watcher(db, watcher_id)
+
+    def watchers(self, *, now: datetime) -> list[Watcher]:
+        with self._lock:
+            return sqlite_watch.live_watchers(self._db, now)
+
+    def sweeper_lock(self, owner: str | None = None) -> AlwaysHeld:
+        """Every watcher sweeps: one machine's writes serialise (see `AlwaysHeld`)."""
+        return AlwaysHeld()
+
+    def due_runs(self, *, now: datetime, owner: str | None = None,
+                 after: tuple[datetime, str] | None = None, limit: int = 500) -> list[Due]:
+        with self._lock:
+            rows = sqlite_watch.due_rows(self._db, now=now, owner=owner, after=after,
+                                         limit=limit)
+        return [Due(packet, head, due_at) for packet, head, due_at in rows]
+
+    def defer_check(self, run_id: str, *, expected_version: int, at: datetime | None) -> bool:
+        with self._writing(f"defer the next check of {run_id}") as db:
+            return sqlite_watch.defer_check(db, run_id, expected_version, at)
+
+    def prune(self, *, before: datetime, states: Collection[State],
+              blobs_before: datetime) -> Pruned:
+        active = sorted(s.value for s in states if s not in TERMINAL)
+        if active:
+            raise InvalidInput(f"prune removes finished runs only, not {', '.join(active)}",
+                               hint="use --state delivered,cancelled")
+        names, totals = [s.value for s in states], [0, 0, 0]
+        while names:
+            with self._writing("prune runs") as db:
+                batch = sqlite_watch.prune_batch(db, before, names)
+            totals = [t + b for t, b in zip(totals, batch, strict=True)]
+            if batch[0] < sqlite_watch.PRUNE_BATCH:
+                break
+        with self._writing("prune blobs") as db:
+            blobs, size = sqlite_watch.prune_blobs(db, blobs_before)
+            sqlite_watch.prune_watchers(db, before)
+        return Pruned(runs=totals[0], events=totals[1], deliveries=totals[2], blobs=blobs,
+                      blob_bytes=size)
+
+    @contextmanager
+    def _writing(self, what: str) -> Iterator[sqlite3.Connection]:
+        """`_write`, with driver errors wrapped as StoreError naming what was attempted."""
+        try:
+            with self._write() as db:
+                yield db
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot {what}: {exc}") from exc
 
     def close(self) -> None:
         with self._lock:

@@ -1,0 +1,74 @@
+"""2. CLI hot verbs end to end: `waypost heartbeat RUN` and `waypost show RUN --json`, each a
+fresh process of the installed console script, against `python -c pass` (the floor any
+Python command line pays), interleaved one invocation at a time."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Mapping
+from pathlib import Path
+
+import waypost
+from bench import procs
+from bench.harness import Section, Target, figures, interleave
+
+HEARTBEAT = "waypost heartbeat RUN"
+SHOW = "waypost show RUN --json"
+HEARTBEAT_RATIO = "heartbeat / python -c pass"
+SHOW_RATIO = "show --json / python -c pass"
+HEAVY = ("httpx", "litestar", "mcp", "psycopg")
+LIGHT_TARGET = f"hot verbs (heartbeat, show, ls, block) import none of {', '.join(HEAVY)}"
+
+
+def claimed_run(path: Path, worker: str) -> str:
+    store = waypost.open_store(str(path))
+    try:
+        run, _ = waypost.start(store, "Benchmark: the CLI's hot verbs", actor="owner",
+                               owner="owner", target="none:", kind=waypost.Kind.LONG_RUNNING,
+                               max_silence=1800, heartbeat_interval=300)
+        waypost.Run(store, run.id, actor=worker).claim()
+        return run.id
+    finally:
+        store.close()
+
+
+def run(folder: Path, *, rounds: int) -> Section:
+    section = Section(key="cli", title="2. CLI hot verbs, end to end (one process each)",
+                      unit="ms", higher_is_better=False)
+    path = folder / "cli.db"
+    run_id = claimed_run(path, "worker-1")
+    env = procs.environment(path, "worker-1", folder / "pycache")
+    script = procs.waypost_script()
+    samples = interleave({
+        procs.PYTHON_PASS: procs.timed(procs.python_pass(), env),
+        procs.FLOOR: procs.timed(procs.python_import(procs.FLOOR_MODULES), env),
+        HEARTBEAT: procs.timed([script, "heartbeat", run_id], env),
+        SHOW: procs.timed([script, "show", run_id, "--json"], env),
+    }, rounds + 1)
+    section.figures = figures({name: values[1:] for name, values in samples.items()})
+    section.add_ratio(HEARTBEAT_RATIO, HEARTBEAT, procs.PYTHON_PASS)
+    section.add_ratio(SHOW_RATIO, SHOW, procs.PYTHON_PASS)
+    section.add_ratio("dependency floor / python -c pass", procs.FLOOR, procs.PYTHON_PASS)
+    section.add_ratio("heartbeat / dependency floor", HEARTBEAT, procs.FLOOR)
+    section.notes.append(f"{rounds} interleaved rounds after one discarded warm-up round; "
+                         "bytecode cached as for an installed package")
+    section.targets = [light_verbs(script, run_id, env)]
+    return section
+
+
+def light_verbs(script: str, run_id: str, env: Mapping[str, str]) -> Target:
+    """Which heavy stacks the hot verbs import (PYTHONPROFILEIMPORTTIME lists every module)."""
+    found: dict[str, set[str]] = {}
+    for verb in (["heartbeat", run_id], ["show", run_id, "--json"], ["ls"],
+                 ["block", run_id, "--kind", "other", "--detail", "import check"]):
+        proc = subprocess.run([script, *verb], env={**env, "PYTHONPROFILEIMPORTTIME": "1"},
+                              capture_output=True, text=True, check=False)
+        modules = {line.rsplit("|", 1)[1].strip() for line in proc.stderr.splitlines()
+                   if line.startswith("import time:") and "|" in line}
+        if proc.returncode != 0 or "waypost.cli" not in modules:
+            raise SystemExit(f"bench: waypost {verb[0]} failed: {proc.stderr[-500:]}")
+        found[verb[0]] = {m for m in modules if m.split(".")[0] in HEAVY}
+    heavy = {verb: sorted(names) for verb, names in found.items() if names}
+    return Target(text=LIGHT_TARGET, value=None, limit=0.0, at_least=True,
+                  status="MISS" if heavy else "PASS",
+                  detail=f"imported: {heavy}" if heavy else "checked each verb's imports")

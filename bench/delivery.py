@@ -1,0 +1,150 @@
+"""7. Delivery: approved -> delivered per second, through the relay, to a local webhook.
+
+Before each sample (outside the clock) a batch of runs is taken to `approved` (start, claim,
+evidence, ready, review, approve), which queues each one's final delivery. The sample is the
+relay draining them: claim, build and sign the document, POST it to a receiver on
+127.0.0.1 (its own process), and commit the receipt with the run's `delivered` event.
+Baselines, in the same rounds, against the same receiver: the same number of bare httpx
+POSTs of a 2 KB body, each on a new connection (as the relay sends) and all on one
+kept-alive connection (the receiver's limit).
+"""
+
+from __future__ import annotations
+
+import base64
+import multiprocessing
+import os
+import time
+from collections.abc import Callable
+from contextlib import ExitStack
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from multiprocessing.queues import Queue
+from pathlib import Path
+from typing import Any
+
+import waypost
+from bench import pending
+from bench.harness import Section, figures, interleave
+
+RELAY = "waypost relay: approved -> delivered"
+NEW_CONNECTION = "bare httpx POST, new connection each"
+KEPT_ALIVE = "bare httpx POST, one kept-alive connection"
+
+
+class _Hook(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("content-length", "0")))
+        self.send_response(204)
+        self.send_header("content-length", "0")
+        self.end_headers()
+
+    def log_message(self, format: str, *args: Any) -> None:  # quiet
+        return
+
+
+def _receive(ports: Queue[Any]) -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Hook)
+    ports.put(server.server_address[1])
+    server.serve_forever()
+
+
+def receiver(stack: ExitStack) -> str:
+    """A webhook receiver in its own process; its URL. Stopped when `stack` closes."""
+    context = multiprocessing.get_context("spawn")
+    ports: Queue[Any] = context.Queue()
+    process = context.Process(target=_receive, args=(ports,), daemon=True)
+    process.start()
+    stack.callback(process.join, 10)
+    stack.callback(process.terminate)
+    return f"http://127.0.0.1:{ports.get(timeout=60)}/hook"
+
+
+def approved(store: waypost.Store, target: str, count: int) -> list[str]:
+    """`count` runs taken to approved (the owner reviews, then approves), each with its
+    final delivery queued."""
+    from waypost.config import Config
+    from waypost.review import review
+
+    made, config = [], Config()
+    for number in range(count):
+        run, _ = waypost.start(store, f"Deliver result {number}", actor="owner",
+                               owner="owner", target=target, kind=waypost.Kind.BOUNDED)
+        worker = waypost.Run(store, run.id, actor="worker-1")
+        worker.claim()
+        worker.report_evidence(waypost.EvidenceKind.TEST, waypost.Verdict.PASSED,
+                               "412 passed, 0 failed")
+        worker.ready("fixed the race in the login test")
+        owner = waypost.Run(store, run.id, actor="owner")
+        review(owner, config=config)
+        owner.approve()
+        made.append(run.id)
+    return made
+
+
+def relay_sample(store: waypost.Store, target: str, count: int) -> Callable[[], float]:
+    from waypost.delivery.relay import Relay
+    from waypost.delivery.settings import DeliverySettings
+
+    secret = "whsec_" + base64.b64encode(os.urandom(24)).decode()
+    relay = Relay(store, settings=DeliverySettings(webhook_secret=secret, timeout=10.0),
+                  relay_id="bench")
+
+    def sample() -> float:
+        runs = approved(store, target, count)
+        start = time.perf_counter()
+        done = relay.drain()
+        elapsed = time.perf_counter() - start
+        states = {store.get(run_id).state for run_id in runs}
+        if len(done) != count or states != {waypost.State.DELIVERED}:
+            errors = {d.last_error for d in done if d.last_error}
+            raise SystemExit(f"bench: {len(done)} of {count} deliveries made, runs {states}: "
+                             f"{errors}")
+        return count / elapsed
+
+    return sample
+
+
+def bare_sample(target: str, count: int, *, keep_alive: bool) -> Callable[[], float]:
+    import ssl
+
+    import httpx
+
+    body = b'{"document":"' + b"d" * 2030 + b'"}'
+    headers = {"content-type": "application/json"}
+    tls = ssl.create_default_context()  # built once, as the relay's is
+
+    def sample() -> float:
+        start = time.perf_counter()
+        if keep_alive:
+            with httpx.Client(verify=tls) as client:
+                for _ in range(count):
+                    client.post(target, content=body, headers=headers).raise_for_status()
+        else:
+            for _ in range(count):
+                with httpx.Client(verify=tls) as client:
+                    client.post(target, content=body, headers=headers).raise_for_status()
+        return count / (time.perf_counter() - start)
+
+    return sample
+
+
+def run(folder: Path, *, rounds: int, batch: int) -> Section:
+    section = Section(key="delivery", title=pending.DELIVERY_TITLE, unit="ops/s",
+                      higher_is_better=True)
+    with ExitStack() as stack:
+        target = receiver(stack)
+        store = stack.enter_context(waypost.open_store(str(folder / "delivery.db")))
+        subjects = {RELAY: relay_sample(store, target, batch),
+                    NEW_CONNECTION: bare_sample(target, batch, keep_alive=False),
+                    KEPT_ALIVE: bare_sample(target, batch, keep_alive=True)}
+        for subject in subjects.values():
+            subject()  # warm up: imports, connections, caches
+        samples = interleave(subjects, rounds)
+    section.figures = figures(samples)
+    section.add_ratio("relay / bare POST, new connection", RELAY, NEW_CONNECTION)
+    section.add_ratio("relay / bare POST, kept alive", RELAY, KEPT_ALIVE)
+    section.notes.append(f"{batch} deliveries per sample, {rounds} interleaved rounds; each "
+                         "delivery signed (Standard Webhooks) and committed with its event")
+    return section

@@ -1,0 +1,62 @@
+"""Running the installed console script end to end, as a user's shell would."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+from bench.harness import elapsed_ms
+
+PYTHON_PASS = "python -c pass"
+FLOOR_MODULES = "click, msgspec, sqlite3"
+FLOOR = f"python -c 'import {FLOOR_MODULES}' (dependency floor)"
+
+
+def waypost_script() -> str:
+    """The `waypost` console script installed beside this interpreter (or on PATH)."""
+    beside = Path(sys.executable).with_name("waypost")
+    if beside.is_file():
+        return str(beside)
+    found = shutil.which("waypost")
+    if found is None:
+        raise SystemExit("bench: the waypost console script is not installed "
+                         "(pip install -e .)")
+    return found
+
+
+def timed(argv: Sequence[str], env: Mapping[str, str]) -> Callable[[], float]:
+    """A sample: run `argv` once, wall-clock milliseconds; a failure stops the benchmark."""
+
+    def sample() -> float:
+        proc: list[subprocess.CompletedProcess[bytes]] = []
+        ms = elapsed_ms(lambda: proc.append(subprocess.run(
+            list(argv), env=dict(env), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            check=False)))
+        if proc[0].returncode != 0:
+            raise SystemExit(f"bench: {' '.join(argv)} exited {proc[0].returncode}: "
+                             f"{proc[0].stderr.decode(errors='replace').strip()}")
+        return ms
+
+    return sample
+
+
+def environment(store: Path, actor: str, pycache: Path) -> dict[str, str]:
+    """The environment of a user's shell: bytecode is cached (as an installed package's is),
+    here in the scratch directory so the work tree stays clean; the first, discarded round
+    of every measurement fills the cache."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("WAYPOST_") and k != "PYTHONDONTWRITEBYTECODE"}
+    env.update(WAYPOST_URL=str(store), WAYPOST_ACTOR=actor, PYTHONPYCACHEPREFIX=str(pycache))
+    return env
+
+
+def python_pass() -> list[str]:
+    return [sys.executable, "-c", "pass"]
+
+
+def python_import(modules: str) -> list[str]:
+    return [sys.executable, "-c", f"import {modules}"]

@@ -1,0 +1,1 @@
+"""CLI verbs that live in their own modules, loaded only when called (see cli.LAZY_COMMANDS)."""

@@ -1,0 +1,119 @@
+"""`waypost deliver`: the outbox relay, once (`--once`) or as a daemon until SIGTERM/SIGINT."""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from types import FrameType
+
+import click
+
+from waypost.cli import Ctx, duration, verb
+from waypost.delivery.relay import Relay
+from waypost.delivery.settings import DeliverySettings, load_settings
+from waypost.delivery.signing import secret_key
+from waypost.durations import format_duration, parse_duration
+from waypost.model import Delivery, DeliveryStatus
+from waypost.store import STORE_DIR
+
+
+@click.command()
+@click.option("--once", is_flag=True, help="Drain what is due now, then exit.")
+@click.option("--backoff-base", metavar="DURATION",
+              help="First retry delay; doubles per attempt, with jitter "
+              "[default 5s; [delivery] backoff_base in waypost.toml].")
+@click.option("--max-delay", metavar="DURATION", help="Longest wait between attempts "
+              "[default 1h].")
+@click.option("--horizon", metavar="DURATION", help="Retry this long after a delivery was "
+              "queued, then fail it for good [default 3d].")
+@click.option("--timeout", metavar="DURATION", help="Cut one send off after this "
+              "[default 30s].")
+@click.option("--interval", metavar="DURATION", default="1s", show_default=True,
+              help="Daemon: look for newly queued deliveries this often.")
+@click.option("--relay-id", metavar="ID", help="This relay's name, after relay: "
+              "[default: relay:HOST:PID:XXXX].")
+@click.option("--dir", "files_root", type=click.Path(file_okay=False), help="Relative file: "
+              "targets are relative to this [default: the folder holding .waypost/, else here].")
+@verb
+def deliver(ctx: Ctx, once: bool, backoff_base: str | None, max_delay: str | None,
+            horizon: str | None, timeout: str | None, interval: str,
+            relay_id: str | None, files_root: str | None) -> None:
+    """The outbox relay: send each queued final delivery and notice to its target.
+
+    \b
+    Webhooks are signed per Standard Webhooks with the whsec_ secret in
+    WAYPOST_WEBHOOK_SECRET (or [delivery] webhook_secret); webhook-id is the delivery's
+    idempotency key, the same on every retry.
+    """
+    settings = load_settings(backoff_base=duration(backoff_base), max_delay=duration(max_delay),
+                             horizon=duration(horizon), timeout=duration(timeout),
+                             files_root=files_root or _project_root(ctx))
+    _check_secret(ctx, settings, warn=not once)
+    relay = Relay(ctx.store, settings=settings, relay_id=relay_id, deny=ctx.config.deny,
+                  allow=ctx.config.allow, report=None if ctx.json else _print)
+    if once:
+        relay.beat()
+        try:
+            done = relay.drain()
+        finally:
+            relay.leave()
+        if ctx.json or not done:
+            ctx.emit({"relay": relay.id, "attempted": done}, "nothing due")
+        return
+    stop = threading.Event()
+    if not ctx.json:
+        click.echo(f"{relay.id}: delivering from {ctx.store.url} (stop with Ctrl-C or SIGTERM)")
+    with _stopped_by_signals(stop):
+        relay.serve(stop, poll=parse_duration(interval))
+    ctx.emit({"relay": relay.id, "stopped": True}, f"{relay.id}: stopped")
+
+
+def _project_root(ctx: Ctx) -> str | None:
+    """The folder holding `.waypost/` for an embedded store: where `waypost start` recorded
+    relative file: targets from, most likely."""
+    path = getattr(ctx.store, "path", None)
+    if isinstance(path, Path) and path.parent.name == STORE_DIR:
+        return str(path.parent.parent)
+    return None
+
+
+def _check_secret(ctx: Ctx, settings: DeliverySettings, *, warn: bool) -> None:
+    if settings.webhook_secret:
+        secret_key(settings.webhook_secret)  # a malformed secret is refused now, not per send
+    elif warn and not ctx.json:
+        click.echo("note: no webhook secret (WAYPOST_WEBHOOK_SECRET): deliveries to http(s) "
+                   "targets will wait, retrying, until one is set", err=True)
+
+
+def _print(delivery: Delivery) -> None:
+    click.echo(describe(delivery))
+
+
+def describe(delivery: Delivery) -> str:
+    """One line per attempt: key, target, and what came of it."""
+    head = f"{delivery.key} → {delivery.target}"
+    if delivery.status is DeliveryStatus.SENT:
+        return f"{head}: sent ({delivery.receipt})"
+    if delivery.status is DeliveryStatus.FAILED:
+        return f"{head}: FAILED for good: {delivery.last_error}"
+    wait = (delivery.next_attempt_at - (delivery.last_attempt_at or delivery.next_attempt_at))
+    return (f"{head}: attempt {delivery.attempts} failed ({delivery.last_error}); next in "
+            f"{format_duration(wait.total_seconds())}")
+
+
+@contextmanager
+def _stopped_by_signals(stop: threading.Event) -> Iterator[None]:
+    """SIGTERM and SIGINT set `stop`: the relay finishes the send in hand, then exits."""
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)

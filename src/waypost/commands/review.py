@@ -1,0 +1,97 @@
+"""The parent's verbs: `review` (re-run the gates here), `approve` (only on a passing review,
+or with the owner's waivers) and `scan` (private identifiers in files)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import click
+
+from waypost.cli import Ctx, verb
+from waypost.errors import RuleViolation
+from waypost.gates import GateVerdict, unmet
+
+
+def _row(v: GateVerdict) -> tuple[str, str, str, str, str]:
+    verdict = str(v.verdict or "not run") + (" (waived)" if v.waived else "")
+    return (v.gate, "required" if v.required else "optional", verdict, v.check, v.summary)
+
+
+def verdict_table(gates: Sequence[GateVerdict]) -> str:
+    if not gates:
+        return "  no gates declared and no stored artifacts: nothing to re-run"
+    rows = [("GATE", "REQUIRED", "VERDICT", "CHECK", "SUMMARY"), *map(_row, gates)]
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    return "\n".join("  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False))
+                     + "  " + r[4] for r in rows)
+
+
+@click.command()
+@click.argument("run_id", metavar="RUN")
+@click.option("--cwd", type=click.Path(file_okay=False, exists=True),
+              help="Run the gates here [default: the current directory].")
+@verb
+def review(ctx: Ctx, run_id: str, cwd: str | None) -> None:
+    """Owner: re-run every gate here, re-verify every artifact, record the verdicts.
+
+    Each result is recorded as `rechecked` evidence. Exits 3 when a required gate did
+    not pass (the verdicts are recorded either way).
+    """
+    from waypost.review import review as review_run
+
+    packet, report = review_run(ctx.run(run_id), config=ctx.config, cwd=cwd)
+    verdict = "approvable" if report.approvable else "NOT approvable: a required gate did not pass"
+    ctx.emit(report, f"{run_id} review {report.review} by {report.by}: {verdict}\n"
+             + verdict_table(report.gates))
+    if not report.approvable:
+        failed = ", ".join(v.gate for v in unmet(report.gates))
+        raise RuleViolation(
+            f"review {report.review} of {run_id}: required gate(s) did not pass: {failed} "
+            "(the verdicts are recorded)",
+            hint=f"send it back: waypost changes {run_id} --reason TEXT; or only the owner "
+            f"{packet.owner} may waive: waypost approve {run_id} --waive GATE=REASON "
+            f"--as {packet.owner}")
+
+
+@click.command()
+@click.argument("run_id", metavar="RUN")
+@click.option("--waive", "waives", multiple=True, metavar="GATE=REASON",
+              help="Owner: accept a gate that did not pass, with the reason (shown forever).")
+@verb
+def approve(ctx: Ctx, run_id: str, waives: Sequence[str]) -> None:
+    """Owner (or a transferee): accept the result; the final delivery is queued.
+
+    Refused unless every required gate passed in the latest review of this result, or
+    the owner waived it with a reason.
+    """
+    from waypost.review import parse_waivers
+
+    packet = ctx.run(run_id).approve(parse_waivers(tuple(waives)))
+    waived = "".join(f"\n  waived {w.gate}: {w.reason}" for w in
+                     (packet.approval.waivers if packet.approval else ()))
+    ctx.emit({"run": run_id, "state": packet.state, "approval": packet.approval},
+             f"{run_id} {packet.state}{waived}")
+
+
+@click.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
+@click.option("--deny", "deny", multiple=True, metavar="TERM",
+              help="Also flag this term (adds to [sanitize] deny in waypost.toml).")
+@verb
+def scan(ctx: Ctx, paths: Sequence[str], deny: Sequence[str]) -> None:
+    """Find private identifiers in files: secrets, emails, private IPs, home paths and the
+    deny list. Exits 3 when anything is found; values are never printed in full."""
+    from waypost.sanitize import scan_paths
+
+    config = ctx.config
+    findings, scanned = scan_paths(paths, deny=[*config.deny, *deny], allow=config.allow)
+    files = len({f.file for f in findings})
+    lines = [f"{f.file}:{f.line}:{f.column}: {f.kind} {f.preview}" for f in findings]
+    lines.append(f"{len(findings)} private identifier(s) in {files} of {scanned} file(s)"
+                 if findings else f"clean: nothing private in {scanned} file(s)")
+    ctx.emit({"clean": not findings, "files_scanned": scanned, "findings": findings},
+             "\n".join(lines))
+    if findings:
+        raise RuleViolation(
+            f"found {len(findings)} private identifier(s) in {files} file(s)",
+            hint="remove or redact them; share a run with: waypost show RUN --public")

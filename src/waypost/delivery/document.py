@@ -1,0 +1,155 @@
+"""What a delivery says: the final result document, or a notice, built from the packet.
+
+Both are JSON documents in the Standard Webhooks payload shape (`type`, `timestamp`,
+`data`); `type` is `final` or `notice`, so one can never be taken for the other. Only public
+parts go out: everything passes through `publishable` first, which withholds the private
+summary (`result.summary` is the owner's alone) and runs every string through the sanitizer.
+The same document is rendered as the webhook body, the `exec:` command's stdin, and the
+`file:` target (Markdown, or JSON for a `.json` path). It depends only on the packet and the
+delivery, never on the time of sending, so a retried file write finds identical content.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from waypost.model import (
+    Artifact,
+    Delivery,
+    Event,
+    Evidence,
+    Packet,
+    Purpose,
+    to_builtins,
+    to_json,
+)
+
+Document = dict[str, Any]
+NO_PUBLIC_SUMMARY = "(no public summary was given)"
+
+
+def publishable(packet: Packet, *, deny: Sequence[str] = (),
+                allow: Sequence[str] = ()) -> Packet:
+    """The one place where a packet is made safe to send: private summary withheld, every
+    string redacted by `waypost.sanitize` (with the project's deny/allow terms)."""
+    from waypost.sanitize import public_packet
+
+    return public_packet(packet, deny=deny, allow=allow)
+
+
+def build(packet: Packet, delivery: Delivery, *, event: Event | None = None,
+          deny: Sequence[str] = (), allow: Sequence[str] = ()) -> Document:
+    """The document `delivery` sends; `event` is the one that queued a notice."""
+    public = publishable(packet, deny=deny, allow=allow)
+    if delivery.purpose is Purpose.FINAL:
+        return final_document(public, delivery)
+    return notice_document(public, delivery, event)
+
+
+def final_document(public: Packet, delivery: Delivery) -> Document:
+    approval = public.approval
+    data = {
+        "run": public.id,
+        "title": public.title,
+        "state": public.state,
+        "owner": public.owner,
+        "public_summary": public.result.public_summary if public.result else None,
+        "artifacts": [_artifact(public, a) for a in public.artifacts],
+        "evidence": [_evidence(e) for e in public.evidence],
+        "approval": to_builtins(approval) if approval else None,
+        "fetch": f"waypost show {public.id} --public",
+    }
+    when = approval.at if approval else delivery.created_at
+    return _envelope("final", delivery, when, data)
+
+
+def notice_document(public: Packet, delivery: Delivery, event: Event | None) -> Document:
+    data: dict[str, Any] = {"run": public.id, "title": public.title, "state": public.state,
+                            "owner": public.owner}
+    blocker_id = getattr(event.data, "blocker_id", None) if event else None
+    blocker = next((b for b in public.blockers if b.id == blocker_id), None)
+    if blocker is not None:
+        data["blocker"] = {"id": blocker.id, "kind": blocker.kind, "detail": blocker.detail}
+        data["message"] = f"run {public.id} is blocked: {blocker.kind}: {blocker.detail}"
+        data["next"] = (f"waypost unblock {public.id} {blocker.id} --resolution TEXT "
+                        f"--as {public.owner}")
+    elif delivery.topic == "ready_for_review":
+        data["public_summary"] = public.result.public_summary if public.result else None
+        data["message"] = f"run {public.id} is ready for review"
+        data["next"] = f"waypost review {public.id} --as {public.owner}"
+    else:
+        data["message"] = f"run {public.id}: {delivery.topic}"
+        data["next"] = f"waypost show {public.id}"
+    return _envelope("notice", delivery, event.at if event else delivery.created_at, data)
+
+
+def _envelope(kind: str, delivery: Delivery, when: datetime, data: Document) -> Document:
+    document: Document = to_builtins({"type": kind, "id": delivery.key,
+                                      "topic": delivery.topic, "timestamp": when,
+                                      "data": data})
+    return document
+
+
+def _artifact(public: Packet, artifact: Artifact) -> Document:
+    fetch = artifact.url or (f"waypost artifact get {public.id} {artifact.name}"
+                             if artifact.stored else None)
+    return {"name": artifact.name, "role": artifact.role, "sha256": artifact.sha256,
+            "bytes": artifact.bytes, "media_type": artifact.media_type, "url": artifact.url,
+            "fetch": fetch}
+
+
+def _evidence(evidence: Evidence) -> Document:
+    return {"id": evidence.id, "kind": evidence.kind, "verdict": evidence.verdict,
+            "assurance": evidence.assurance, "summary": evidence.summary,
+            "reason": evidence.reason, "command": evidence.command,
+            "exit_code": evidence.exit_code, "gate": evidence.gate}
+
+
+# --- renderings ---------------------------------------------------------------------------
+
+
+def body(document: Document) -> bytes:
+    """Compact JSON: the webhook body and the exec command's stdin (signed exactly as sent)."""
+    return to_json(document)
+
+
+def json_file(document: Document) -> bytes:
+    import json
+
+    return (json.dumps(document, indent=2, ensure_ascii=False) + "\n").encode()
+
+
+def markdown(document: Document) -> str:
+    """The final result as Markdown (a notice is one line of JSON, never Markdown)."""
+    data = document["data"]
+    approval = data.get("approval") or {}
+    out = [f"# {data['title']}", "",
+           f"Final result of run `{data['run']}` ({data['state']}); approved by "
+           f"{approval.get('by', '?')} at {approval.get('at', '?')}.", "",
+           "## Summary", "", data.get("public_summary") or NO_PUBLIC_SUMMARY]
+    if data["artifacts"]:
+        out += ["", "## Artifacts", "", "| name | role | bytes | sha256 | fetch |",
+                "|---|---|---|---|---|"]
+        out += [f"| {a['name']} | {a['role']} | {a['bytes'] if a['bytes'] is not None else ''}"
+                f" | `{a['sha256'] or ''}` | {_cell(a['fetch'] or '')} |"
+                for a in data["artifacts"]]
+    out += ["", "## Evidence", "", "| id | verdict | assurance | kind | summary |",
+            "|---|---|---|---|---|"]
+    out += [f"| {e['id']} | {e['verdict']} | {e['assurance']} | {e['kind']} | "
+            f"{_cell(_with_reason(e['summary'], e['reason']))} |"
+            for e in data["evidence"]]
+    if approval.get("waivers"):
+        out += ["", "## Waivers", ""]
+        out += [f"- {w['gate']}: {w['reason']} ({w['by']})" for w in approval["waivers"]]
+    out += ["", f"<!-- waypost delivery {document['id']} -->"]
+    return "\n".join(out) + "\n"
+
+
+def _cell(text: str) -> str:
+    return " ".join(text.split()).replace("|", "/")
+
+
+def _with_reason(summary: str, reason: str | None) -> str:
+    return f"{summary} — {reason}" if reason and reason not in summary else summary

@@ -1,0 +1,222 @@
+"""The outbox relay: claim a due delivery with a lease, send it, record what happened.
+
+At-least-once with one idempotency key: a relay that dies mid-send leaves its lease to
+expire, and the next relay sends again under the same key (`webhook-id`), which receivers
+dedupe. A final delivery's receipt and the run's move to `delivered` (or to `blocked`,
+when it failed for good) are committed in one transaction, guarded by the lease, so two
+relays can never both record it. Notices never change the run's state.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import socket
+import threading
+from collections.abc import Callable, Sequence
+from datetime import datetime, timedelta
+
+from waypost import outbox
+from waypost.delivery import document, policy
+from waypost.delivery.settings import DeliverySettings
+from waypost.delivery.targets import Outgoing, Target, resolve
+from waypost.durations import utcnow
+from waypost.errors import Refused, StaleLease, StoreError, VersionConflict
+from waypost.history import make_event
+from waypost.machine import RELAY_PREFIX, apply, next_blocker_id
+from waypost.model import (
+    AnyEventData,
+    Delivered,
+    Delivery,
+    DeliveryFailed,
+    Event,
+    Purpose,
+    RelayInfo,
+    State,
+)
+from waypost.store.base import RunWrite, Store
+
+Clock = Callable[[], datetime]
+Resolver = Callable[[str, DeliverySettings], Target]
+MAX_CONFLICTS = 50
+BEAT_EVERY = 10.0  # seconds between registration renewals while draining
+
+
+def new_relay_id() -> str:
+    return f"{RELAY_PREFIX}{socket.gethostname()}:{os.getpid()}:{random.getrandbits(16):04x}"
+
+
+def relay_name(given: str | None) -> str:
+    """A relay's actor name always starts with `relay:` (the machine checks it)."""
+    if not given:
+        return new_relay_id()
+    return given if given.startswith(RELAY_PREFIX) else RELAY_PREFIX + given
+
+
+class Relay:
+    """One relay process (or thread): `drain` once, or `serve` until told to stop."""
+
+    def __init__(self, store: Store, *, settings: DeliverySettings | None = None,
+                 relay_id: str | None = None, clock: Clock = utcnow,
+                 rand: Callable[[], float] = random.random, targets: Resolver = resolve,
+                 deny: Sequence[str] = (), allow: Sequence[str] = (),
+                 report: Callable[[Delivery], None] | None = None) -> None:
+        self.store = store
+        self.settings = settings or DeliverySettings()
+        self.id = relay_name(relay_id)
+        self.clock = clock
+        self.rand = rand
+        self.targets = targets
+        self.terms = (tuple(deny), tuple(allow))
+        self.report = report
+        self.started_at = clock()
+        self.last_beat: datetime | None = None
+
+    def __repr__(self) -> str:
+        return f"Relay({self.id!r})"
+
+    # --- registration -------------------------------------------------------------------
+
+    def beat(self) -> RelayInfo:
+        """Register, or renew the registration: the relay counts as running until it expires."""
+        now = self.clock()
+        info = RelayInfo(id=self.id, host=socket.gethostname(), pid=os.getpid(),
+                         started_at=self.started_at, last_beat=now,
+                         expires_at=now + timedelta(seconds=self.settings.lease + 30))
+        self.store.beat_relay(info)
+        self.last_beat = now
+        return info
+
+    def leave(self) -> None:
+        self.store.remove_relay(self.id)
+
+    # --- the loop -----------------------------------------------------------------------
+
+    def drain(self, stop: threading.Event | None = None) -> list[Delivery]:
+        """Attempt every delivery that is due, one at a time; return them as recorded."""
+        done: list[Delivery] = []
+        while stop is None or not stop.is_set():
+            claimed = self.store.claim_deliveries(self.id, now=self.clock(),
+                                                  lease_s=self.settings.lease, limit=1)
+            if not claimed:
+                break
+            done.append(self.attempt(claimed[0]))
+            if self.report is not None:
+                self.report(done[-1])
+            self._renew()
+        return done
+
+    def _renew(self) -> None:
+        """Keep a registered relay registered through a long drain."""
+        if self.last_beat is not None and \
+                (self.clock() - self.last_beat).total_seconds() >= BEAT_EVERY:
+            self.beat()
+
+    def serve(self, stop: threading.Event, *, poll: float = 1.0) -> None:
+        """Drain, sleep until the next delivery is due (at most `poll`), repeat until `stop`."""
+        self.beat()
+        try:
+            while not stop.is_set():
+                self.drain(stop)
+                self._renew()
+                stop.wait(self._pause(poll))
+        finally:
+            self.leave()
+
+    def _pause(self, poll: float) -> float:
+        due = self.store.next_delivery_due()
+        if due is None:
+            return poll
+        return min(poll, max(0.01, (due - self.clock()).total_seconds()))
+
+    # --- one delivery -------------------------------------------------------------------
+
+    def attempt(self, delivery: Delivery) -> Delivery:
+        """Send one claimed delivery and record the outcome (as it then stands)."""
+        try:
+            return self._attempt(delivery)
+        except StaleLease:  # our lease ran out mid-send and another relay took it over
+            return next(d for d in self.store.deliveries([delivery.run_id])
+                        if d.key == delivery.key)
+
+    def _attempt(self, delivery: Delivery) -> Delivery:
+        packet = self.store.get(delivery.run_id)
+        if delivery.purpose is Purpose.FINAL and packet.state is not State.APPROVED:
+            return self._settle(delivery, error=f"run {packet.id} is {packet.state}, not "
+                                "approved: the final delivery was not sent")
+        event = None if delivery.purpose is Purpose.FINAL else self._event(delivery)
+        deny, allow = self.terms
+        outgoing = Outgoing(delivery=delivery, document=document.build(
+            packet, delivery, event=event, deny=deny, allow=allow))
+        try:
+            result = self.targets(delivery.target, self.settings).send(outgoing,
+                                                                      at=self.clock())
+        except Exception as exc:  # a target's own bug must not stop the relay
+            result = policy.retry(f"{type(exc).__name__}: {exc}")
+        return self.record(delivery, result)
+
+    def _event(self, delivery: Delivery) -> Event | None:
+        return next((e for e in self.store.events(delivery.run_id)
+                     if e.seq == delivery.event_seq), None)
+
+    def record(self, delivery: Delivery, result: policy.Attempt) -> Delivery:
+        """Store what one attempt did: the receipt, a retry time, or the failure for good."""
+        if result.outcome is policy.Outcome.SENT:
+            return self._settle(delivery, receipt=result.detail)
+        s = self.settings
+        retry_at = policy.next_try(result, attempts=delivery.attempts, now=self.clock(),
+                                   queued_at=delivery.queued_at, base=s.backoff_base,
+                                   cap=s.max_delay, horizon=s.horizon, rand=self.rand)
+        if retry_at is not None:
+            return self.store.retry_delivery(delivery.key, self.id, error=result.detail,
+                                             retry_at=retry_at)
+        error = result.detail
+        if result.outcome is policy.Outcome.RETRY:
+            error = policy.exhausted(error, delivery.attempts, s.horizon)
+        return self._settle(delivery, error=error)
+
+    def _settle(self, delivery: Delivery, *, receipt: str | None = None,
+                error: str | None = None) -> Delivery:
+        """Finish the row; for the final delivery, with the run's event in the same commit."""
+        at = self.clock()
+        if delivery.purpose is not Purpose.FINAL:
+            return self.store.finish_delivery(delivery.key, self.id, at=at, receipt=receipt,
+                                              error=error)
+        for _ in range(MAX_CONFLICTS):
+            write = self._run_write(delivery, at, receipt, error)
+            try:
+                return self.store.finish_delivery(delivery.key, self.id, at=at,
+                                                  receipt=receipt, error=error, write=write)
+            except VersionConflict:
+                continue  # the run changed meanwhile (a transfer, a cancel): decide again
+        raise StoreError(f"{delivery.key}: gave up after {MAX_CONFLICTS} conflicting writes")
+
+    def _run_write(self, delivery: Delivery, at: datetime, receipt: str | None,
+                   error: str | None) -> RunWrite | None:
+        """The run's `delivered` / `delivery_failed` event, or None when the run can no longer
+        take it (it was cancelled meanwhile): then only the row is settled."""
+        snap = self.store.load(delivery.run_id)
+        before = snap.packet
+        data: AnyEventData
+        if receipt is not None:
+            data = Delivered(key=delivery.key, detail=receipt, attempts=delivery.attempts)
+        else:
+            data = DeliveryFailed(key=delivery.key, blocker_id=next_blocker_id(before),
+                                  detail=failure_detail(delivery, error or "unknown"),
+                                  attempts=delivery.attempts)
+        event = make_event(before, before.id, data, actor=self.id, at=at,
+                           prev_hash=snap.head_hash)
+        try:
+            after = apply(before, event)
+        except Refused:
+            return None
+        return RunWrite(run_id=before.id, expected_version=before.version, events=(event,),
+                        packet=after, outbox=tuple(outbox.plan(before, after, event)))
+
+
+def failure_detail(delivery: Delivery, error: str) -> str:
+    """The delivery_failed blocker's detail: the target, the last error, what resolving does."""
+    plural = "s" if delivery.attempts != 1 else ""
+    return (f"final delivery to {delivery.target} failed after {delivery.attempts} "
+            f"attempt{plural}: {error}. Resolving this blocker queues the same delivery "
+            f"again (key {delivery.key}).")

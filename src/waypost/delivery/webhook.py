@@ -1,0 +1,99 @@
+"""The `http(s):` target: a POST signed per Standard Webhooks. This module alone imports
+httpx, and only when a webhook is really sent."""
+
+from __future__ import annotations
+
+import email.utils
+import functools
+import ssl
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+import msgspec
+
+from waypost.delivery import signing
+from waypost.delivery.policy import Attempt, for_status, retry
+from waypost.delivery.targets import Outgoing
+from waypost.errors import InvalidInput
+
+if TYPE_CHECKING:
+    import httpx
+
+NO_SECRET = ("no webhook secret to sign with: set WAYPOST_WEBHOOK_SECRET or [delivery] "
+             "webhook_secret (a whsec_ secret) for the relay")
+RECEIPT_BYTES = 200
+
+
+class WebhookTarget:
+    def __init__(self, url: str, *, secret: str | None, timeout: float) -> None:
+        self.url = url
+        self.secret = secret
+        self.timeout = timeout
+
+    def headers(self, outgoing: Outgoing, at: datetime) -> dict[str, str]:
+        """The Standard Webhooks headers: webhook-id is the delivery's idempotency key."""
+        if not self.secret:
+            raise InvalidInput(NO_SECRET)
+        timestamp = str(int(at.timestamp()))
+        key = outgoing.delivery.key
+        return {"content-type": "application/json", "user-agent": "waypost-relay",
+                "webhook-id": key, "webhook-timestamp": timestamp,
+                "webhook-signature": signing.signature(signing.secret_key(self.secret), key,
+                                                       timestamp, outgoing.body)}
+
+    def send(self, outgoing: Outgoing, *, at: datetime) -> Attempt:
+        try:
+            headers = self.headers(outgoing, at)
+        except InvalidInput as exc:
+            return retry(exc.message)  # the relay's configuration, not the receiver, is wrong
+        import httpx
+
+        limit = httpx.Timeout(self.timeout, connect=min(self.timeout, 10.0))
+        try:
+            with httpx.Client(timeout=limit, follow_redirects=False,
+                              verify=_tls_context()) as client, \
+                    client.stream("POST", self.url, content=outgoing.body,
+                                  headers=headers) as response:
+                attempt = for_status(response.status_code, response.reason_phrase,
+                                     retry_after(response.headers.get("retry-after"), at))
+                head = _head(response)
+        except httpx.TimeoutException as exc:
+            return retry(f"no answer from {self.url} within {self.timeout:g}s "
+                         f"({type(exc).__name__})")
+        except httpx.HTTPError as exc:
+            return retry(f"cannot reach {self.url}: {type(exc).__name__}: {exc}")
+        return msgspec.structs.replace(attempt, detail=f"{attempt.detail}: {head}") if head \
+            else attempt
+
+
+@functools.cache
+def _tls_context() -> ssl.SSLContext:
+    """One TLS context per process: loading the CA bundle costs ~70 ms, a send should not."""
+    import httpx
+
+    return httpx.create_ssl_context()
+
+
+def _head(response: httpx.Response) -> str:
+    """The start of the response body, for the receipt or the error (never all of it)."""
+    data = b""
+    for chunk in response.iter_bytes():
+        data += chunk
+        if len(data) >= RECEIPT_BYTES:
+            break
+    return " ".join(data[:RECEIPT_BYTES].decode("utf-8", errors="replace").split())
+
+
+def retry_after(value: str | None, now: datetime) -> float | None:
+    """Seconds from a Retry-After header: delay-seconds or an HTTP date."""
+    if not value:
+        return None
+    if value.strip().isdigit():
+        return float(value.strip())
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - now).total_seconds())

@@ -1,0 +1,83 @@
+"""The parent's review: re-run every gate in the reviewer's own environment, re-verify every
+stored artifact, and record each result as `rechecked` evidence in one `reviewed` event.
+
+Approval (the state machine's rule) then looks only at the latest review of the current
+result: each required gate passed there, or the owner waived it with a reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import msgspec
+
+from waypost.checks import (
+    Check,
+    CheckKind,
+    Context,
+    Outcome,
+    hashes_outcome,
+    outcome,
+    parse_check,
+    run_check,
+    to_evidence,
+)
+from waypost.config import Config
+from waypost.errors import InvalidInput
+from waypost.gates import HASHES_GATE, GateVerdict, next_review_id, unmet, verdicts
+from waypost.machine import check_may_review
+from waypost.model import Assurance, Gate, Packet, Reviewed
+from waypost.runs import Run
+
+
+class ReviewReport(msgspec.Struct, frozen=True, kw_only=True):
+    run: str
+    review: str
+    by: str
+    approvable: bool  # every required gate passed (waivers come with `approve`)
+    gates: tuple[GateVerdict, ...]
+
+
+def run_gate(gate: Gate, ctx: Context) -> Outcome:
+    """One gate's check; a check that cannot even be parsed is a failed gate, not a crash."""
+    try:
+        return run_check(parse_check(gate.check), ctx)
+    except InvalidInput as exc:
+        return outcome(Check(spec=gate.check, kind=CheckKind.COMMAND), False, exc.message)
+
+
+def review(run: Run, *, config: Config, cwd: str | None = None) -> tuple[Packet, ReviewReport]:
+    """Run every gate now, as `run.actor`, and record the verdicts (owner or transferee)."""
+    packet = run.packet
+    check_may_review(packet, run.actor)  # before any gate runs a command
+    ctx = Context(store=run.store, packet=packet, config=config, cwd=cwd)
+    measured = [(g.name, run_gate(g, ctx)) for g in packet.gates]
+    hashes = hashes_outcome(ctx)
+    if hashes is not None:
+        measured.append((HASHES_GATE, hashes))
+
+    def build(p: Packet) -> Reviewed:
+        rid = next_review_id(p)
+        at = run.clock()
+        return Reviewed(review_id=rid, evidence=tuple(
+            to_evidence(found, id=f"e{len(p.evidence) + i}", assurance=Assurance.RECHECKED,
+                        at=at, by=run.actor, gate=name, review=rid)
+            for i, (name, found) in enumerate(measured, start=1)))
+
+    packet = run.write(build)
+    latest = packet.reviews[-1]
+    found = verdicts(packet, latest)
+    return packet, ReviewReport(run=packet.id, review=latest.id, by=latest.by,
+                                approvable=not unmet(found), gates=tuple(found))
+
+
+def parse_waivers(specs: list[str] | tuple[str, ...]) -> Mapping[str, str]:
+    """`GATE=REASON` pairs; each needs a gate name and a reason."""
+    waivers: dict[str, str] = {}
+    for spec in specs:
+        gate, sep, reason = spec.partition("=")
+        if not sep or not gate.strip() or not reason.strip():
+            raise InvalidInput(f"bad waiver {spec!r}: write GATE=REASON",
+                               hint="e.g. --waive live='no staging site exists yet'")
+        waivers[gate.strip()] = reason.strip()
+    return waivers

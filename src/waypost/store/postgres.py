@@ -1,0 +1,359 @@
+"""The PostgreSQL store, for many hosts sharing one store: psycopg 3 and a connection pool.
+
+Every write is one short transaction guarded in SQL (`UPDATE … WHERE id = %s AND version
+= %s`): a miss becomes VersionConflict or NotFound, never a read-check-write in Python.
+Packets and events are `jsonb`; a trigger announces each committed run change on
+`waypost_runs.<schema>` (see `listen`). Driver errors never leave this module unwrapped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Collection, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from typing import Any, LiteralString, NoReturn
+
+import msgspec
+import psycopg
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from waypost.errors import (
+    IdempotencyConflict,
+    IntegrityError,
+    InvalidInput,
+    NotFound,
+    StoreError,
+    VersionConflict,
+)
+from waypost.liveness import next_check_at
+from waypost.model import (
+    TERMINAL,
+    Delivery,
+    Event,
+    OutboxItem,
+    Packet,
+    RelayInfo,
+    State,
+    Watcher,
+    to_json,
+)
+from waypost.store import postgres_outbox as outbox_sql
+from waypost.store import postgres_watch as watch_sql
+from waypost.store.base import Due, Pruned, RunWrite, Snapshot, Store
+from waypost.store.postgres_live import AdvisoryLock, RunListener, driver_errors
+from waypost.store.postgres_setup import (
+    CONNECT_TIMEOUT,
+    Target,
+    applied_versions,
+    latest_version,
+    migrate,
+    parse_url,
+)
+
+POOL_MAX_SIZE = 8
+_packet_decoder = msgspec.json.Decoder(Packet)
+_event_decoder = msgspec.json.Decoder(Event)
+_NUL = b"\\u0000"
+
+
+def _jsonb(obj: object) -> tuple[str, str | None]:
+    """(what the jsonb column gets, the exact JSON when jsonb would change it).
+
+    jsonb cannot hold U+0000 and turns -0.0 into 0: such documents keep their exact text
+    beside a jsonb copy (NUL shown as U+FFFD), so they read back identical and verify.
+    """
+    exact = to_json(obj)
+    if _NUL not in exact and b"-0.0" not in exact:
+        return exact.decode(), None
+    return exact.replace(_NUL, b"\\ufffd").decode(), exact.decode()
+
+
+class PostgresStore(Store):
+    """A pool of connections in autocommit mode; each write opens its own transaction."""
+
+    def __init__(self, url: str, *, migrate_schema: bool = True,
+                 pool_size: int = POOL_MAX_SIZE) -> None:
+        self.target: Target = parse_url(url)
+        self.url = self.target.display
+        self.schema = self.target.schema
+        self.migrated_now: list[int] = []
+        with driver_errors(f"open the PostgreSQL store at {self.url}"), \
+                self.target.connect() as conn:
+            if migrate_schema:
+                self.migrated_now = migrate(conn, self.schema)
+        self._pool: ConnectionPool[psycopg.Connection[Any]] = ConnectionPool(
+            self.target.conninfo, kwargs=self.target.connect_kwargs(), min_size=1,
+            max_size=pool_size, open=False, name=f"waypost.{self.schema}")
+        try:
+            self._pool.open(wait=True, timeout=CONNECT_TIMEOUT)
+        except PoolTimeout as exc:
+            self._pool.close()
+            raise StoreError(f"cannot open a connection pool to {self.url}: {exc}") from exc
+
+    def __repr__(self) -> str:
+        return f"PostgresStore({self.url!r}, schema={self.schema!r})"
+
+    # --- plumbing ---------------------------------------------------------------------
+
+    @contextmanager
+    def _cursor(self, action: str, *, write: bool) -> Iterator[psycopg.Cursor[Any]]:
+        """A cursor on a pooled connection; inside one transaction when `write`."""
+        try:
+            with driver_errors(action), self._pool.connection() as conn:
+                if write:
+                    with conn.transaction(), conn.cursor() as cur:
+                        yield cur
+                else:
+                    with conn.cursor() as cur:
+                        yield cur
+        except PoolTimeout as exc:
+            raise StoreError(f"cannot {action}: no free connection ({exc})",
+                             hint="check the server with: waypost doctor") from exc
+
+    def _rows(self, action: str, query: LiteralString,
+              params: Sequence[object] = ()) -> list[tuple[Any, ...]]:
+        with self._cursor(action, write=False) as cur:
+            return cur.execute(query, params).fetchall()
+
+    # --- writes -----------------------------------------------------------------------
+
+    def create(self, event: Event, packet: Packet, *, fingerprint: str) -> tuple[Packet, bool]:
+        key = packet.idempotency_key
+        with self._cursor(f"create run {packet.id}", write=True) as cur:
+            cur.execute(
+                "INSERT INTO runs (id, version, state, owner, head_hash, updated_at,"
+                " next_check_at, packet, packet_text, idempotency_key, fingerprint, created_at)"
+                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+                " ON CONFLICT (idempotency_key) DO NOTHING RETURNING id",
+                (packet.id, *self._columns(packet, event), key, fingerprint, packet.created_at))
+            if cur.fetchone() is not None:
+                self._insert_events(cur, [event])
+                return packet, True
+            cur.execute("SELECT id, fingerprint FROM runs WHERE idempotency_key = %s", (key,))
+            row = cur.fetchone()
+        assert row is not None  # the conflict that stopped the insert is this key's run
+        if row[1] != fingerprint:
+            raise IdempotencyConflict(
+                f"idempotency key {key!r} was used for run {row[0]} with other parameters",
+                hint=f"use a new key, or inspect the first run: waypost show {row[0]}",
+            )
+        return self.load(row[0]).packet, False
+
+    def commit(self, run_id: str, expected_version: int, events: Sequence[Event],
+               packet: Packet, outbox: Sequence[OutboxItem] = ()) -> None:
+        write = RunWrite(run_id=run_id, expected_version=expected_version,
+                         events=tuple(events), packet=packet, outbox=tuple(outbox))
+        with self._cursor(f"write run {run_id}", write=True) as cur:
+            self._write_run(cur, write)
+
+    def _write_run(self, cur: psycopg.Cursor[Any], write: RunWrite) -> None:
+        cur.execute(
+            "UPDATE runs SET version = %s, state = %s, owner = %s, head_hash = %s,"
+            " updated_at = %s, next_check_at = %s, packet = %s, packet_text = %s"
+            " WHERE id = %s AND version = %s",
+            (*self._columns(write.packet, write.events[-1]), write.run_id,
+             write.expected_version))
+        if cur.rowcount != 1:
+            self._explain_miss(cur, write.run_id, write.expected_version)
+        self._insert_events(cur, write.events)
+        outbox_sql.queue(cur, write.outbox)
+
+    @staticmethod
+    def _columns(packet: Packet, last: Event) -> tuple[object, ...]:
+        return (packet.version, packet.state.value, packet.owner, last.hash,
+                packet.updated_at, next_check_at(packet), *_jsonb(packet))
+
+    @staticmethod
+    def _explain_miss(cur: psycopg.Cursor[Any], run_id: str, expected: int) -> NoReturn:
+        row = cur.execute("SELECT version FROM runs WHERE id = %s", (run_id,)).fetchone()
+        if row is None:
+            raise NotFound(f"no run {run_id}", hint="list runs with: waypost ls")
+        raise VersionConflict(
+            f"run {run_id} is at version {row[0]}, not {expected}: another write came first",
+            hint=f"read it again: waypost show {run_id}",
+        )
+
+    @staticmethod
+    def _insert_events(cur: psycopg.Cursor[Any], events: Sequence[Event]) -> None:
+        for e in events:  # one or two: plain statements beat executemany's pipeline here
+            cur.execute("INSERT INTO events (run_id, seq, type, at, actor, body, body_text)"
+                        " VALUES (%s, %s, %s, %s, %s, %s, %s)",
+                        (e.run_id, e.seq, e.type, e.at, e.actor, *_jsonb(e)))
+
+    # --- reads ------------------------------------------------------------------------
+
+    def load(self, run_id: str) -> Snapshot:
+        rows = self._rows(f"read run {run_id}",
+                          "SELECT coalesce(packet_text, packet::text), head_hash FROM runs"
+                          " WHERE id = %s", (run_id,))
+        if not rows:
+            raise NotFound(f"no run {run_id}", hint="list runs with: waypost ls")
+        return Snapshot(_packet_decoder.decode(rows[0][0]), rows[0][1])
+
+    def events(self, run_id: str) -> list[Event]:
+        rows = self._rows(f"read the events of run {run_id}",
+                          "SELECT seq, coalesce(body_text, body::text) FROM events"
+                          " WHERE run_id = %s ORDER BY seq", (run_id,))
+        if not rows:
+            raise NotFound(f"no run {run_id}", hint="list runs with: waypost ls")
+        events = []
+        for seq, body in rows:
+            try:
+                events.append(_event_decoder.decode(body))
+            except msgspec.MsgspecError as exc:
+                raise IntegrityError(f"run {run_id} seq {seq}: unreadable event: {exc}") from exc
+        return events
+
+    def list_runs(self, *, states: Collection[State] | None = None, owner: str | None = None,
+                  limit: int | None = None) -> list[Packet]:
+        query: LiteralString = "SELECT coalesce(packet_text, packet::text) FROM runs"
+        where: list[LiteralString] = []
+        params: list[object] = []
+        if states:
+            where.append("state = ANY(%s)")
+            params.append([s.value for s in states])
+        if owner is not None:
+            where.append("owner = %s")
+            params.append(owner)
+        if where:
+            query += " WHERE " + " AND ".join(where)
+        query += " ORDER BY updated_at DESC, id DESC LIMIT %s"
+        params.append(limit)
+        rows = self._rows("list runs", query, params)
+        return [_packet_decoder.decode(r[0]) for r in rows]
+
+    def run_ids(self) -> list[str]:
+        return [r[0] for r in self._rows("list run ids",
+                                         "SELECT id FROM runs ORDER BY created_at, id")]
+
+    # --- blobs ------------------------------------------------------------------------
+
+    def put_blob(self, data: bytes) -> str:
+        digest = hashlib.sha256(data).hexdigest()
+        with self._cursor("store a blob", write=True) as cur:
+            cur.execute("INSERT INTO blobs (sha256, size, data, stored_at)"
+                        " VALUES (%s, %s, %s, now()) ON CONFLICT (sha256)"
+                        " DO UPDATE SET stored_at = excluded.stored_at",
+                        (digest, len(data), data))
+        return digest
+
+    def get_blob(self, sha256: str) -> bytes:
+        rows = self._rows(f"read blob {sha256}", "SELECT data FROM blobs WHERE sha256 = %s",
+                          (sha256,))
+        if not rows:
+            raise NotFound(f"no blob {sha256}")
+        return bytes(rows[0][0])
+
+    # --- the outbox and relays (SQL in postgres_outbox.py) -----------------------------
+
+    def claim_deliveries(self, relay: str, *, now: datetime, lease_s: float,
+                         limit: int = 1) -> list[Delivery]:
+        with self._cursor("claim deliveries", write=True) as cur:
+            return outbox_sql.claim(cur, relay, now=now, lease_s=lease_s, limit=limit)
+
+    def retry_delivery(self, key: str, relay: str, *, error: str,
+                       retry_at: datetime) -> Delivery:
+        with self._cursor(f"reschedule delivery {key}", write=True) as cur:
+            return outbox_sql.retry(cur, key, relay, error=error, retry_at=retry_at)
+
+    def finish_delivery(self, key: str, relay: str, *, at: datetime,
+                        receipt: str | None = None, error: str | None = None,
+                        write: RunWrite | None = None) -> Delivery:
+        with self._cursor(f"settle delivery {key}", write=True) as cur:
+            settled = outbox_sql.finish(cur, key, relay, at=at, receipt=receipt, error=error)
+            if write is not None:
+                self._write_run(cur, write)
+        return settled
+
+    def deliveries(self, run_ids: Collection[str]) -> list[Delivery]:
+        with self._cursor("read deliveries", write=False) as cur:
+            return outbox_sql.of_runs(cur, run_ids)
+
+    def next_delivery_due(self) -> datetime | None:
+        with self._cursor("read the next delivery due", write=False) as cur:
+            return outbox_sql.next_due(cur)
+
+    def beat_relay(self, relay: RelayInfo) -> None:
+        with self._cursor(f"register relay {relay.id}", write=True) as cur:
+            outbox_sql.beat_relay(cur, relay)
+
+    def remove_relay(self, relay_id: str) -> None:
+        with self._cursor(f"remove relay {relay_id}", write=True) as cur:
+            outbox_sql.remove_relay(cur, relay_id)
+
+    def relays(self, *, now: datetime) -> list[RelayInfo]:
+        with self._cursor("list relays", write=False) as cur:
+            return outbox_sql.live_relays(cur, now)
+
+    # --- the watchdog (SQL in postgres_watch.py) ---------------------------------------
+
+    def beat_watcher(self, watcher: Watcher) -> None:
+        with self._cursor(f"register watcher {watcher.id}", write=True) as cur:
+            watch_sql.beat_watcher(cur, watcher)
+
+    def remove_watcher(self, watcher_id: str) -> None:
+        with self._cursor(f"remove watcher {watcher_id}", write=True) as cur:
+            watch_sql.remove_watcher(cur, watcher_id)
+
+    def watchers(self, *, now: datetime) -> list[Watcher]:
+        with self._cursor("list watchers", write=False) as cur:
+            return watch_sql.live_watchers(cur, now)
+
+    def due_runs(self, *, now: datetime, owner: str | None = None,
+                 after: tuple[datetime, str] | None = None, limit: int = 500) -> list[Due]:
+        with self._cursor("list due runs", write=False) as cur:
+            rows = watch_sql.due_rows(cur, now=now, owner=owner, after=after, limit=limit)
+        return [Due(packet, head, due_at) for packet, head, due_at in rows]
+
+    def defer_check(self, run_id: str, *, expected_version: int, at: datetime | None) -> bool:
+        with self._cursor(f"defer the next check of {run_id}", write=True) as cur:
+            return watch_sql.defer_check(cur, run_id, expected_version, at)
+
+    def prune(self, *, before: datetime, states: Collection[State],
+              blobs_before: datetime) -> Pruned:
+        active = sorted(s.value for s in states if s not in TERMINAL)
+        if active:
+            raise InvalidInput(f"prune removes finished runs only, not {', '.join(active)}",
+                               hint="use --state delivered,cancelled")
+        names, totals = [s.value for s in states], [0, 0, 0]
+        while names:
+            with self._cursor("prune runs", write=True) as cur:
+                batch = watch_sql.prune_batch(cur, before, names)
+            totals = [t + b for t, b in zip(totals, batch, strict=True)]
+            if batch[0] < watch_sql.PRUNE_BATCH:
+                break
+        with self._cursor("prune blobs", write=True) as cur:
+            blobs, size = watch_sql.prune_blobs(cur, blobs_before)
+            watch_sql.prune_watchers(cur, before)
+        return Pruned(runs=totals[0], events=totals[1], deliveries=totals[2], blobs=blobs,
+                      blob_bytes=size)
+
+    # --- live coordination and operations ---------------------------------------------
+
+    def listen(self) -> RunListener:
+        """A listener for every committed run change (close it, or use it in `with`)."""
+        return RunListener(self.target)
+
+    def advisory_lock(self, name: str) -> AdvisoryLock:
+        """A named lock at most one session of this store holds (e.g. "sweeper")."""
+        return AdvisoryLock(self.target, name)
+
+    def sweeper_lock(self, owner: str | None = None) -> AdvisoryLock:
+        """An advisory lock per scope: one active sweeper for every run, and one for each
+        owner that `waypost watch --owner` watches on its own."""
+        return self.advisory_lock("sweeper" if owner is None else f"sweeper:owner={owner}")
+
+    def schema_status(self) -> tuple[list[int], int]:
+        """(the migrations applied to this store, the latest this waypost knows)."""
+        with driver_errors("read the schema version"), self._pool.connection() as conn:
+            return applied_versions(conn), latest_version()
+
+    def server_clock(self) -> tuple[datetime, str]:
+        """(the database's clock now, its server version string)."""
+        rows = self._rows("read the server clock",
+                          "SELECT clock_timestamp(), current_setting('server_version')")
+        return rows[0][0], rows[0][1]
+
+    def close(self) -> None:
+        self._pool.close()

@@ -1,0 +1,110 @@
+-- waypost PostgreSQL schema, complete and current: a fresh store runs this file once and
+-- records every migration as applied. An existing store runs the postgres_NNN_*.sql files
+-- it has not seen yet instead; a test keeps the two paths equal.
+--
+-- The packet is the fold of its events; both are written in one transaction by the one
+-- write primitive (PostgresStore.commit), guarded by the packet version.
+
+CREATE TABLE runs (
+    id              text PRIMARY KEY,
+    version         integer NOT NULL,       -- number of events; the optimistic-concurrency guard
+    state           text NOT NULL,
+    owner           text NOT NULL,
+    head_hash       text NOT NULL,          -- hash of the last event: what the next one chains to
+    idempotency_key text UNIQUE,
+    fingerprint     text NOT NULL,          -- of the start parameters, for idempotent start
+    created_at      timestamptz NOT NULL,
+    updated_at      timestamptz NOT NULL,
+    next_check_at   timestamptz,            -- when the watchdog must look again; NULL: never
+    packet          jsonb NOT NULL,         -- waypost.packet/v1
+    packet_text     text                    -- the exact JSON, only when jsonb cannot hold it
+);
+
+CREATE INDEX runs_state_updated ON runs (state, updated_at);
+CREATE INDEX runs_owner ON runs (owner);
+CREATE INDEX runs_next_check ON runs (next_check_at, id) WHERE next_check_at IS NOT NULL;
+
+-- Every committed new version of a run is announced on the channel `waypost_runs.<schema>`
+-- (payload: {"run", "version", "state"}); listeners hear it only once the write commits.
+CREATE FUNCTION runs_notify() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_notify('waypost_runs.' || TG_TABLE_SCHEMA,
+                      json_build_object('run', NEW.id, 'version', NEW.version,
+                                        'state', NEW.state)::text);
+    RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER runs_notify AFTER INSERT OR UPDATE OF version ON runs
+    FOR EACH ROW EXECUTE FUNCTION runs_notify();
+
+CREATE TABLE events (
+    run_id      text NOT NULL REFERENCES runs (id),
+    seq         integer NOT NULL,
+    type        text NOT NULL,
+    at          timestamptz NOT NULL,
+    actor       text NOT NULL,
+    body        jsonb NOT NULL,             -- the whole event, hash included
+    body_text   text,                       -- the exact JSON, only when jsonb cannot hold it
+    PRIMARY KEY (run_id, seq)
+);
+
+CREATE TABLE blobs (
+    sha256      text PRIMARY KEY,
+    size        bigint NOT NULL,
+    data        bytea NOT NULL,
+    stored_at   timestamptz                 -- last stored (prune spares recent ones); NULL: long ago
+);
+
+-- Rows are queued in the same transaction as the event that caused them; relays claim
+-- them with FOR UPDATE SKIP LOCKED, send, and record the receipt.
+CREATE TABLE outbox (
+    key              text PRIMARY KEY,      -- idempotency key, stable across retries
+    run_id           text NOT NULL REFERENCES runs (id),
+    purpose          text NOT NULL,         -- final | notice
+    topic            text NOT NULL,
+    target           text NOT NULL,
+    event_seq        integer NOT NULL,
+    created_at       timestamptz NOT NULL,
+    status           text NOT NULL DEFAULT 'queued',   -- queued | sent | failed
+    attempts         integer NOT NULL DEFAULT 0,
+    next_attempt_at  timestamptz NOT NULL,
+    lease_owner      text,
+    lease_expires_at timestamptz,
+    last_error       text,
+    sent_at          timestamptz,
+    receipt          text,
+    queued_at        timestamptz NOT NULL,  -- when it was (last) queued: the retry horizon
+    last_attempt_at  timestamptz            -- the latest claim
+);
+
+-- one final delivery per run, ever
+CREATE UNIQUE INDEX outbox_one_final ON outbox (run_id) WHERE purpose = 'final';
+CREATE INDEX outbox_due ON outbox (next_attempt_at) WHERE status = 'queued';
+CREATE INDEX outbox_run ON outbox (run_id, event_seq);
+
+-- Delivery relays register with a lease, so "queued, but no relay running" can be told.
+CREATE TABLE relays (
+    id          text PRIMARY KEY,
+    host        text NOT NULL,
+    pid         integer NOT NULL,
+    started_at  timestamptz NOT NULL,
+    last_beat   timestamptz NOT NULL,
+    expires_at  timestamptz NOT NULL        -- past it without a beat: gone
+);
+
+-- Watchers register with a lease: a run counts as watched only while a live one covers it.
+CREATE TABLE watchers (
+    id          text PRIMARY KEY,
+    host        text NOT NULL,
+    pid         integer NOT NULL,
+    interval_s  double precision NOT NULL,  -- how often it sweeps
+    owner       text,                       -- scope: only this owner's runs; NULL: every run
+    started_at  timestamptz NOT NULL,
+    last_beat   timestamptz NOT NULL,
+    last_sweep  timestamptz,
+    expires_at  timestamptz NOT NULL,       -- past it without a beat: gone
+    role        text NOT NULL DEFAULT 'active'  -- active: holds the sweeper lock; standby
+);
+
+CREATE INDEX watchers_expires ON watchers (expires_at);

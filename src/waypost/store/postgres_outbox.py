@@ -1,0 +1,145 @@
+"""The PostgreSQL outbox and relay registry: SQL on a cursor that `PostgresStore` hands in,
+inside its transaction (writes) or as single statements (reads).
+
+Relays on many hosts claim with `FOR UPDATE SKIP LOCKED`: a row one relay is claiming is
+skipped by the others, never waited for, and never handed out twice while its lease lives.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from datetime import datetime, timedelta
+from typing import Any, NoReturn
+
+import psycopg
+
+from waypost.errors import NotFound, StaleLease
+from waypost.model import Delivery, DeliveryStatus, OutboxItem, Purpose, RelayInfo
+
+Cursor = psycopg.Cursor[Any]
+_COLUMNS = ("key, run_id, purpose, topic, target, event_seq, created_at, queued_at, status,"
+            " attempts, next_attempt_at, last_attempt_at, lease_owner, lease_expires_at,"
+            " last_error, sent_at, receipt")
+_HELD = "key = %s AND status = 'queued' AND lease_owner = %s"
+
+
+def from_row(row: Sequence[Any]) -> Delivery:
+    (key, run_id, purpose, topic, target, event_seq, created_at, queued_at, status, attempts,
+     next_attempt_at, last_attempt_at, lease_owner, lease_expires_at, last_error, sent_at,
+     receipt) = row
+    return Delivery(
+        key=key, run_id=run_id, purpose=Purpose(purpose), topic=topic, target=target,
+        event_seq=event_seq, created_at=created_at, queued_at=queued_at,
+        status=DeliveryStatus(status), attempts=attempts, next_attempt_at=next_attempt_at,
+        last_attempt_at=last_attempt_at, lease_owner=lease_owner,
+        lease_expires_at=lease_expires_at, last_error=last_error, sent_at=sent_at,
+        receipt=receipt,
+    )
+
+
+def queue(cur: Cursor, items: Sequence[OutboxItem]) -> None:
+    """Insert new rows; a failed final delivery planned again is queued again."""
+    if not items:
+        return
+    cur.executemany(
+        "INSERT INTO outbox (key, run_id, purpose, topic, target, event_seq, created_at,"
+        " queued_at, next_attempt_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)"
+        " ON CONFLICT (key) DO UPDATE SET status = 'queued',"
+        " next_attempt_at = excluded.next_attempt_at, queued_at = excluded.queued_at,"
+        " lease_owner = NULL, lease_expires_at = NULL"
+        " WHERE outbox.status = 'failed' AND outbox.purpose = 'final'",
+        [(o.key, o.run_id, o.purpose.value, o.topic, o.target, o.event_seq, o.created_at,
+          o.created_at, o.created_at) for o in items])
+
+
+def get(cur: Cursor, key: str) -> Delivery:
+    row = cur.execute(f"SELECT {_COLUMNS} FROM outbox WHERE key = %s", (key,)).fetchone()
+    if row is None:
+        raise NotFound(f"no delivery {key}", hint="list a run's deliveries with: waypost show RUN")
+    return from_row(row)
+
+
+def claim(cur: Cursor, relay: str, *, now: datetime, lease_s: float,
+          limit: int) -> list[Delivery]:
+    rows = cur.execute(
+        "UPDATE outbox SET lease_owner = %s, lease_expires_at = %s, last_attempt_at = %s,"
+        " attempts = attempts + 1 WHERE key IN ("
+        "  SELECT key FROM outbox WHERE status = 'queued' AND next_attempt_at <= %s"
+        "  AND (lease_expires_at IS NULL OR lease_expires_at <= %s)"
+        "  ORDER BY next_attempt_at, key LIMIT %s FOR UPDATE SKIP LOCKED)"
+        f" RETURNING {_COLUMNS}",
+        (relay, now + timedelta(seconds=lease_s), now, now, now, int(limit))).fetchall()
+    return sorted((from_row(r) for r in rows), key=lambda d: (d.next_attempt_at, d.key))
+
+
+def _explain_lost_lease(cur: Cursor, key: str, relay: str) -> NoReturn:
+    current = get(cur, key)
+    now_with = (f"{current.lease_owner} holds it now" if current.lease_owner
+                else f"it is {current.status}")
+    raise StaleLease(
+        f"relay {relay} no longer holds delivery {key}: {now_with}",
+        hint=f"nothing to do: see where it stands with: waypost show {current.run_id}",
+    )
+
+
+def retry(cur: Cursor, key: str, relay: str, *, error: str, retry_at: datetime) -> Delivery:
+    row = cur.execute(
+        "UPDATE outbox SET next_attempt_at = %s, last_error = %s, lease_owner = NULL,"
+        f" lease_expires_at = NULL WHERE {_HELD} RETURNING {_COLUMNS}",
+        (retry_at, error, key, relay)).fetchone()
+    if row is None:
+        _explain_lost_lease(cur, key, relay)
+    return from_row(row)
+
+
+def finish(cur: Cursor, key: str, relay: str, *, at: datetime, receipt: str | None,
+           error: str | None) -> Delivery:
+    if receipt is not None:
+        row = cur.execute(
+            "UPDATE outbox SET status = 'sent', sent_at = %s, receipt = %s, lease_owner = NULL,"
+            f" lease_expires_at = NULL WHERE {_HELD} RETURNING {_COLUMNS}",
+            (at, receipt, key, relay)).fetchone()
+    else:
+        row = cur.execute(
+            "UPDATE outbox SET status = 'failed', last_error = COALESCE(%s, last_error),"
+            f" lease_owner = NULL, lease_expires_at = NULL WHERE {_HELD} RETURNING {_COLUMNS}",
+            (error, key, relay)).fetchone()
+    if row is None:
+        _explain_lost_lease(cur, key, relay)
+    return from_row(row)
+
+
+def of_runs(cur: Cursor, run_ids: Collection[str]) -> list[Delivery]:
+    ids = list(dict.fromkeys(run_ids))
+    if not ids:
+        return []
+    rows = cur.execute(f"SELECT {_COLUMNS} FROM outbox WHERE run_id = ANY(%s)"
+                       " ORDER BY run_id, event_seq, key", (ids,)).fetchall()
+    return [from_row(r) for r in rows]
+
+
+def next_due(cur: Cursor) -> datetime | None:
+    row = cur.execute(
+        "SELECT min(greatest(next_attempt_at, coalesce(lease_expires_at, '-infinity')))"
+        " FROM outbox WHERE status = 'queued'").fetchone()
+    return None if row is None else row[0]
+
+
+def beat_relay(cur: Cursor, relay: RelayInfo) -> None:
+    cur.execute(
+        "INSERT INTO relays (id, host, pid, started_at, last_beat, expires_at)"
+        " VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (id) DO UPDATE SET host = excluded.host,"
+        " pid = excluded.pid, last_beat = excluded.last_beat, expires_at = excluded.expires_at",
+        (relay.id, relay.host, relay.pid, relay.started_at, relay.last_beat, relay.expires_at))
+
+
+def remove_relay(cur: Cursor, relay_id: str) -> None:
+    cur.execute("DELETE FROM relays WHERE id = %s", (relay_id,))
+
+
+def live_relays(cur: Cursor, now: datetime) -> list[RelayInfo]:
+    rows = cur.execute(
+        "SELECT id, host, pid, started_at, last_beat, expires_at FROM relays"
+        " WHERE expires_at > %s ORDER BY last_beat DESC, id", (now,)).fetchall()
+    return [RelayInfo(id=r[0], host=r[1], pid=r[2], started_at=r[3], last_beat=r[4],
+                      expires_at=r[5]) for r in rows]

@@ -1,0 +1,153 @@
+"""The SQLite outbox and relay registry: SQL on one connection, always called by
+`SqliteStore` inside its BEGIN IMMEDIATE transaction (writes) or under its lock (reads).
+
+Times are stored as unix seconds (REAL) where the relay compares them, ISO text elsewhere.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Collection, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from waypost.errors import NotFound, StaleLease
+from waypost.model import Delivery, DeliveryStatus, OutboxItem, Purpose, RelayInfo
+
+_COLUMNS = ("key, run_id, purpose, topic, target, event_seq, created_at, queued_at, status,"
+            " attempts, next_attempt_at, last_attempt_at, lease_owner, lease_expires_at,"
+            " last_error, sent_at, receipt")
+_HELD = "key = ? AND status = 'queued' AND lease_owner = ?"
+
+
+def _moment(unix: float | None) -> datetime | None:
+    return None if unix is None else datetime.fromtimestamp(unix, UTC)
+
+
+def _iso(text: str | None) -> datetime | None:
+    return None if text is None else datetime.fromisoformat(text)
+
+
+def from_row(row: Sequence[Any]) -> Delivery:
+    (key, run_id, purpose, topic, target, event_seq, created_at, queued_at, status, attempts,
+     next_attempt_at, last_attempt_at, lease_owner, lease_expires_at, last_error, sent_at,
+     receipt) = row
+    created = datetime.fromisoformat(created_at)
+    return Delivery(
+        key=key, run_id=run_id, purpose=Purpose(purpose), topic=topic, target=target,
+        event_seq=event_seq, created_at=created, queued_at=_moment(queued_at) or created,
+        status=DeliveryStatus(status), attempts=attempts,
+        next_attempt_at=_moment(next_attempt_at) or created,
+        last_attempt_at=_moment(last_attempt_at), lease_owner=lease_owner,
+        lease_expires_at=_moment(lease_expires_at), last_error=last_error,
+        sent_at=_iso(sent_at), receipt=receipt,
+    )
+
+
+def queue(db: sqlite3.Connection, items: Sequence[OutboxItem]) -> None:
+    """Insert new rows; a failed final delivery planned again is queued again."""
+    db.executemany(
+        "INSERT INTO outbox (key, run_id, purpose, topic, target, event_seq, created_at,"
+        " queued_at, next_attempt_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+        " ON CONFLICT (key) DO UPDATE SET status = 'queued',"
+        " next_attempt_at = excluded.next_attempt_at, queued_at = excluded.queued_at,"
+        " lease_owner = NULL, lease_expires_at = NULL"
+        " WHERE outbox.status = 'failed' AND outbox.purpose = 'final'",
+        [(o.key, o.run_id, o.purpose.value, o.topic, o.target, o.event_seq,
+          o.created_at.isoformat(), o.created_at.timestamp(), o.created_at.timestamp())
+         for o in items],
+    )
+
+
+def get(db: sqlite3.Connection, key: str) -> Delivery:
+    row = db.execute(f"SELECT {_COLUMNS} FROM outbox WHERE key = ?", (key,)).fetchone()
+    if row is None:
+        raise NotFound(f"no delivery {key}", hint="list a run's deliveries with: waypost show RUN")
+    return from_row(row)
+
+
+def claim(db: sqlite3.Connection, relay: str, *, now: datetime, lease_s: float,
+          limit: int) -> list[Delivery]:
+    at = now.timestamp()
+    keys = [r[0] for r in db.execute(
+        "SELECT key FROM outbox WHERE status = 'queued' AND next_attempt_at <= ?"
+        " AND (lease_expires_at IS NULL OR lease_expires_at <= ?)"
+        " ORDER BY next_attempt_at, key LIMIT ?", (at, at, int(limit)))]
+    db.executemany(
+        "UPDATE outbox SET lease_owner = ?, lease_expires_at = ?, last_attempt_at = ?,"
+        " attempts = attempts + 1 WHERE key = ?",
+        [(relay, at + lease_s, at, key) for key in keys])
+    return [get(db, key) for key in keys]
+
+
+def _explain_lost_lease(db: sqlite3.Connection, key: str, relay: str) -> None:
+    current = get(db, key)
+    now_with = (f"{current.lease_owner} holds it now" if current.lease_owner
+                else f"it is {current.status}")
+    raise StaleLease(
+        f"relay {relay} no longer holds delivery {key}: {now_with}",
+        hint=f"nothing to do: see where it stands with: waypost show {current.run_id}",
+    )
+
+
+def retry(db: sqlite3.Connection, key: str, relay: str, *, error: str,
+          retry_at: datetime) -> Delivery:
+    cur = db.execute(
+        "UPDATE outbox SET next_attempt_at = ?, last_error = ?, lease_owner = NULL,"
+        f" lease_expires_at = NULL WHERE {_HELD}", (retry_at.timestamp(), error, key, relay))
+    if cur.rowcount != 1:
+        _explain_lost_lease(db, key, relay)
+    return get(db, key)
+
+
+def finish(db: sqlite3.Connection, key: str, relay: str, *, at: datetime,
+           receipt: str | None, error: str | None) -> None:
+    if receipt is not None:
+        cur = db.execute(
+            "UPDATE outbox SET status = 'sent', sent_at = ?, receipt = ?, lease_owner = NULL,"
+            f" lease_expires_at = NULL WHERE {_HELD}", (at.isoformat(), receipt, key, relay))
+    else:
+        cur = db.execute(
+            "UPDATE outbox SET status = 'failed', last_error = COALESCE(?, last_error),"
+            f" lease_owner = NULL, lease_expires_at = NULL WHERE {_HELD}", (error, key, relay))
+    if cur.rowcount != 1:
+        _explain_lost_lease(db, key, relay)
+
+
+def of_runs(db: sqlite3.Connection, run_ids: Collection[str]) -> list[Delivery]:
+    ids = list(dict.fromkeys(run_ids))
+    if not ids:
+        return []
+    rows = db.execute(
+        f"SELECT {_COLUMNS} FROM outbox WHERE run_id IN ({', '.join('?' * len(ids))})"
+        " ORDER BY run_id, event_seq, key", ids).fetchall()
+    return [from_row(r) for r in rows]
+
+
+def next_due(db: sqlite3.Connection) -> datetime | None:
+    (due,) = db.execute(
+        "SELECT MIN(MAX(next_attempt_at, COALESCE(lease_expires_at, 0))) FROM outbox"
+        " WHERE status = 'queued'").fetchone()
+    return _moment(due)
+
+
+def beat_relay(db: sqlite3.Connection, relay: RelayInfo) -> None:
+    db.execute(
+        "INSERT INTO relays (id, host, pid, started_at, last_beat, expires_at)"
+        " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET host = excluded.host,"
+        " pid = excluded.pid, last_beat = excluded.last_beat, expires_at = excluded.expires_at",
+        (relay.id, relay.host, relay.pid, relay.started_at.isoformat(),
+         relay.last_beat.isoformat(), relay.expires_at.timestamp()))
+
+
+def remove_relay(db: sqlite3.Connection, relay_id: str) -> None:
+    db.execute("DELETE FROM relays WHERE id = ?", (relay_id,))
+
+
+def live_relays(db: sqlite3.Connection, now: datetime) -> list[RelayInfo]:
+    rows = db.execute(
+        "SELECT id, host, pid, started_at, last_beat, expires_at FROM relays"
+        " WHERE expires_at > ? ORDER BY last_beat DESC, id", (now.timestamp(),)).fetchall()
+    return [RelayInfo(id=r[0], host=r[1], pid=r[2], started_at=datetime.fromisoformat(r[3]),
+                      last_beat=datetime.fromisoformat(r[4]),
+                      expires_at=datetime.fromtimestamp(r[5], UTC)) for r in rows]

@@ -1,0 +1,320 @@
+"""The watchdog: sweeps over due runs, and the watcher's own registration, lease and role.
+
+A sweep reads only the runs whose stored `next_check_at` has come (an indexed range), decides
+for each what a watchdog must record, and commits it through the one write path under the
+version guard. The machine refuses a condition that is not due or already recorded, so
+however many sweeps and watchers see it, each condition is one event and one notice.
+
+Where several hosts share a store, a watcher sweeps only while it holds its scope's sweeper
+lock (`Store.sweeper_lock`): one active sweeper per scope, the others standing by.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import threading
+from collections.abc import Callable
+from datetime import datetime, timedelta
+
+import msgspec
+
+from waypost import outbox
+from waypost.durations import format_duration, utcnow
+from waypost.errors import VersionConflict, WaypostError
+from waypost.history import make_event
+from waypost.liveness import (
+    DELIVERY_STALL_AFTER,
+    deadline_due,
+    delivery_stall_due,
+    is_due,
+    last_sign_of_life,
+    next_check_at,
+    review_due,
+    silent_due,
+)
+from waypost.machine import WATCHDOG_PREFIX, apply, next_blocker_id
+from waypost.model import (
+    AnyEventData,
+    BlockerKind,
+    BlockerOpened,
+    Nudged,
+    NudgeTopic,
+    Packet,
+    State,
+    Watcher,
+    WatcherRole,
+)
+from waypost.store.base import Snapshot, Store, SweeperLock
+
+DEFAULT_INTERVAL = 30.0
+LEASE_INTERVALS = 3  # a watcher's lease lasts this many intervals unless told otherwise
+BATCH = 500  # due runs read per page
+MAX_STEPS = 8  # records per run per sweep (silent, then deadline, …), a guard against loops
+Clock = Callable[[], datetime]
+
+
+class Action(msgspec.Struct, frozen=True, kw_only=True):
+    """One thing a sweep recorded on a run."""
+
+    run_id: str
+    seq: int
+    recorded: str  # e.g. "worker_silent (b1)" or "review_overdue"
+    state: str  # the run's state afterwards
+
+
+class SweepReport(msgspec.Struct, frozen=True, kw_only=True):
+    """One interval of a watcher: what its sweep did, or that it stood by."""
+
+    watcher: str
+    at: datetime
+    role: WatcherRole = WatcherRole.ACTIVE  # standby: another watcher swept; nothing was read
+    examined: int  # due runs read: the only runs a sweep touches
+    actions: tuple[Action, ...] = ()
+    deferred: int = 0  # due runs with nothing to record: their next check moved forward
+    errors: tuple[str, ...] = ()
+    sweeper: str | None = None  # a standby's live active watcher, if one is registered
+    took_over: bool = False  # the lock was taken from a holder whose registration lapsed
+
+
+def actor_of(watcher_id: str) -> str:
+    return f"{WATCHDOG_PREFIX}{watcher_id}"
+
+
+# --- deciding: pure ------------------------------------------------------------------
+
+
+def decide(packet: Packet, now: datetime, *, relay_running: bool) -> AnyEventData | None:
+    """What a watchdog must record on this run at `now` (None: nothing)."""
+    if is_due(silent_due(packet), now):
+        return BlockerOpened(blocker_id=next_blocker_id(packet), kind=BlockerKind.WORKER_SILENT,
+                             detail=silent_detail(packet, now))
+    deadline = packet.stop_rules.deadline
+    if deadline is not None and is_due(deadline_due(packet), now):
+        return BlockerOpened(blocker_id=next_blocker_id(packet),
+                             kind=BlockerKind.DEADLINE_PASSED,
+                             detail=f"the deadline {deadline:%Y-%m-%d %H:%M:%S}Z passed "
+                             f"while the run was {packet.state}")
+    if packet.result is not None and is_due(review_due(packet), now):
+        waited = format_duration((now - packet.result.submitted_at).total_seconds())
+        return Nudged(topic=NudgeTopic.REVIEW_OVERDUE,
+                      detail=f"finished, never heard back: ready for review for {waited}; "
+                      f"review it with: waypost review {packet.id}")
+    if not relay_running and is_due(delivery_stall_due(packet), now):
+        return Nudged(topic=NudgeTopic.DELIVERY_STALLED,
+                      detail=f"delivery queued, no relay running: nothing will reach "
+                      f"{packet.target} until one runs: waypost deliver")
+    return None
+
+
+def silent_detail(packet: Packet, now: datetime) -> str:
+    """Names the last heartbeat, the last note and the lease holder."""
+    heard = packet.progress.last_heartbeat
+    last = (f"last heartbeat {heard:%Y-%m-%d %H:%M:%S}Z" if heard
+            else f"no heartbeat since {last_sign_of_life(packet):%Y-%m-%d %H:%M:%S}Z")
+    quiet = format_duration((now - last_sign_of_life(packet)).total_seconds())
+    holder = (f"{packet.worker.actor} (epoch {packet.worker.epoch})" if packet.worker
+              else "nobody")
+    note = f'"{packet.progress.note}"' if packet.progress.note else "none"
+    limit = format_duration(packet.stop_rules.max_silence or 0)
+    return (f"silent for {quiet} (max silence {limit}): {last}; last note: {note}; "
+            f"lease holder: {holder}")
+
+
+def next_look(packet: Packet, now: datetime, *, relay_running: bool) -> datetime | None:
+    """When to look again at a run that needs nothing now."""
+    later = next_check_at(packet, after=now)
+    if relay_running and is_due(delivery_stall_due(packet), now):
+        again = now + timedelta(seconds=DELIVERY_STALL_AFTER)  # in case the relay goes away
+        later = min(later, again) if later else again
+    return later
+
+
+# --- sweeping ------------------------------------------------------------------------
+
+
+class _Relays:
+    """Whether a relay runs, asked of the store at most once per sweep."""
+
+    def __init__(self, store: Store, now: datetime) -> None:
+        self._store, self._now = store, now
+        self._running: bool | None = None
+
+    def running(self) -> bool:
+        if self._running is None:
+            self._running = bool(self._store.relays(now=self._now))
+        return self._running
+
+
+def sweep(store: Store, *, watcher_id: str, now: datetime | None = None,
+          owner: str | None = None, batch: int = BATCH) -> SweepReport:
+    """Look at every run whose next check is due at `now` (only those), acting as
+    `watchdog:<watcher_id>`; with `owner`, only that owner's runs."""
+    now = now or utcnow()
+    relays = _Relays(store, now)
+    actions: list[Action] = []
+    errors: list[str] = []
+    examined = deferred = 0
+    after: tuple[datetime, str] | None = None
+    while True:
+        page = store.due_runs(now=now, owner=owner, after=after, limit=batch)
+        for due in page:
+            examined += 1
+            try:
+                done, moved = _visit(store, due, actor_of(watcher_id), now, relays)
+            except WaypostError as exc:
+                errors.append(f"{due.packet.id}: {exc.message}")
+                continue
+            actions.extend(done)
+            deferred += moved
+        if len(page) < batch:
+            break
+        after = (page[-1].due_at, page[-1].packet.id)
+    return SweepReport(watcher=watcher_id, at=now, examined=examined, actions=tuple(actions),
+                       deferred=deferred, errors=tuple(errors))
+
+
+def _visit(store: Store, snap: Snapshot, actor: str, now: datetime,
+           relays: _Relays) -> tuple[list[Action], bool]:
+    """Record what is due on one run, one event at a time; then move its next check on.
+    Returns the actions and whether the check was deferred with nothing recorded."""
+    run_id, selected, actions = snap.packet.id, snap.packet.version, list[Action]()
+    for _ in range(MAX_STEPS):
+        packet = snap.packet
+        running = packet.state is State.APPROVED and relays.running()
+        data = decide(packet, now, relay_running=running)
+        if data is None:
+            if packet.version != selected and not is_due(next_check_at(packet), now):
+                return actions, False  # the last write stored a check in the future
+            later = next_look(packet, now, relay_running=running)
+            moved = store.defer_check(run_id, expected_version=packet.version, at=later)
+            return actions, moved and not actions
+        event = make_event(packet, run_id, data, actor=actor, at=now, prev_hash=snap.head_hash)
+        try:
+            after = apply(packet, event)
+            store.commit(run_id, packet.version, [event], after,
+                         outbox.plan(packet, after, event))
+            actions.append(Action(run_id=run_id, seq=event.seq, recorded=_what(data),
+                                  state=after.state.value))
+        except VersionConflict:
+            pass  # another writer came first: read again and decide again
+        snap = store.load(run_id)
+    return actions, False
+
+
+def _what(data: AnyEventData) -> str:
+    if isinstance(data, BlockerOpened):
+        return f"{data.kind} ({data.blocker_id})"
+    return str(getattr(data, "topic", type(data).__name__))
+
+
+# --- the watcher's registration ---------------------------------------------------------
+
+
+def default_watcher_id(*, once: bool, owner: str | None) -> str:
+    """`<host>-<pid>` for a daemon; `<host>-cron[-<owner>]` for `--once`, so each cron run
+    renews one registration instead of adding another."""
+    host = re.sub(r"[^A-Za-z0-9._-]", "-", socket.gethostname()) or "host"
+    if once:
+        return f"{host}-cron" + (f"-{re.sub(r'[^A-Za-z0-9._-]', '-', owner)}" if owner else "")
+    return f"{host}-{os.getpid()}"
+
+
+class Watch:
+    """A registered watcher: each interval it sweeps if it holds its scope's sweeper lock,
+    or stands by, and renews its lease either way.
+
+    A standby retries the lock every interval, so it takes over as soon as the holder's
+    session ends (a killed holder frees it at once). A holder that is stuck, or whose host
+    is gone, keeps its session for a while; once no live active watcher of the scope is
+    registered at two looks in a row (its lease ended), a standby ends that hold itself.
+    """
+
+    def __init__(self, store: Store, *, interval: float = DEFAULT_INTERVAL,
+                 lease: float | None = None, owner: str | None = None,
+                 watcher_id: str | None = None, clock: Clock = utcnow) -> None:
+        self.store = store
+        self.clock = clock
+        self.lease = lease if lease is not None else LEASE_INTERVALS * interval
+        now = clock()
+        self.info = Watcher(
+            id=watcher_id or default_watcher_id(once=False, owner=owner),
+            host=socket.gethostname(), pid=os.getpid(), interval_s=interval, owner=owner,
+            started_at=now, last_beat=now, expires_at=now + timedelta(seconds=self.lease),
+            role=WatcherRole.STANDBY)  # until it holds the lock
+        self._lock: SweeperLock | None = None
+        self._orphaned = False  # the last look found no live active watcher of the scope
+
+    @property
+    def id(self) -> str:
+        return self.info.id
+
+    def beat(self, *, swept_at: datetime | None = None, role: WatcherRole | None = None) -> None:
+        """Register, or renew the lease for another `lease` seconds from now."""
+        now = self.clock()
+        self.info = msgspec.structs.replace(
+            self.info, last_beat=now, last_sweep=swept_at or self.info.last_sweep,
+            expires_at=now + timedelta(seconds=self.lease), role=role or self.info.role)
+        self.store.beat_watcher(self.info)
+
+    def turn(self) -> SweepReport:
+        """One interval: sweep as the active sweeper, or renew the lease as a standby."""
+        now = self.clock()
+        if self._lock is None:
+            self._lock = self.store.sweeper_lock(self.info.owner)
+        took_over = False
+        if not self._lock.try_acquire():
+            sweeper = self._live_sweeper(now)
+            stuck, self._orphaned = sweeper is None and self._orphaned, sweeper is None
+            self.beat(role=WatcherRole.STANDBY)  # registered even if ending the hold fails
+            if not (stuck and self._lock.take_over()):
+                return SweepReport(watcher=self.id, at=now, role=WatcherRole.STANDBY,
+                                   examined=0, sweeper=sweeper)
+            took_over = True
+        self._orphaned = False
+        if self.info.role is not WatcherRole.ACTIVE:
+            self.beat(role=WatcherRole.ACTIVE)  # standbys see the new sweeper before it sweeps
+        report = self.sweep()
+        return msgspec.structs.replace(report, took_over=took_over)
+
+    def _live_sweeper(self, now: datetime) -> str | None:
+        """Another live active watcher of this watcher's scope, if one is registered."""
+        return next((w.id for w in self.store.watchers(now=now)
+                     if w.role is WatcherRole.ACTIVE and w.owner == self.info.owner
+                     and w.id != self.id), None)
+
+    def sweep(self) -> SweepReport:
+        """One sweep at the clock's now, then a beat recording it (callers hold the lock)."""
+        now = self.clock()
+        report = sweep(self.store, watcher_id=self.id, now=now, owner=self.info.owner)
+        self.beat(swept_at=now, role=WatcherRole.ACTIVE)
+        return report
+
+    def give_up_lock(self) -> None:
+        """Let another watcher take the lock now (a `--once` run, done until cron runs it
+        again: its registration stays for its lease)."""
+        if self._lock is not None:
+            self._lock.close()
+            self._lock = None
+
+    def release(self) -> None:
+        """Give up the lock and drop the registration (a clean shutdown)."""
+        try:
+            self.give_up_lock()
+        finally:
+            self.store.remove_watcher(self.id)
+
+    def run(self, stop: threading.Event, on_report: Callable[[SweepReport], None],
+            on_error: Callable[[WaypostError], None]) -> None:
+        """Take a turn every interval until `stop` is set, then release. A failed turn is
+        reported and retried next interval; the lease then lapses on its own."""
+        try:
+            while not stop.is_set():
+                try:
+                    on_report(self.turn())
+                except WaypostError as exc:
+                    on_error(exc)
+                stop.wait(self.info.interval_s)
+        finally:
+            self.release()

@@ -1,0 +1,81 @@
+"""The benchmarks still run and report in their shape. Nothing here looks at a speed."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from pathlib import Path
+
+import waypost
+from bench import board, durable, report
+from bench.harness import NOT_BUILT, NOT_MEASURED, Figure, Section, absent, interleave
+from bench.pending import exists
+
+
+def test_interleave_rotates_the_order_and_keeps_samples_by_name() -> None:
+    calls: list[str] = []
+
+    def subject(name: str) -> float:
+        calls.append(name)
+        return float(len(calls))
+
+    samples = interleave({n: functools.partial(subject, n) for n in "abc"}, rounds=3)
+    assert calls == ["a", "b", "c", "b", "c", "a", "c", "a", "b"]
+    assert samples == {"a": [1.0, 6.0, 8.0], "b": [2.0, 4.0, 9.0], "c": [3.0, 5.0, 7.0]}
+
+
+def test_ratios_pair_the_samples_of_each_round() -> None:
+    section = Section(key="k", title="t", unit="ops/s", higher_is_better=True, figures=[
+        Figure(name="subject", samples=(2.0, 6.0, 3.0)),
+        Figure(name="baseline", samples=(1.0, 2.0, 3.0))])
+    ratio = section.add_ratio("subject / baseline", "subject", "baseline")
+    assert ratio.per_round == (2.0, 3.0, 1.0)
+    assert (ratio.median, ratio.low, ratio.high) == (2.0, 1.0, 3.0)
+
+
+def test_durable_section_has_every_figure_and_ratio(tmp_path: Path) -> None:
+    section = durable.run(tmp_path, rounds=2, batch=2)
+    names = [f.name for f in section.figures]
+    assert names[:3] == [durable.WAYPOST, durable.COMMIT_ONLY, durable.RAW]
+    assert durable.FSYNC in names
+    assert all(len(f.samples) == 2 and f.low > 0 for f in section.figures)
+    labels = {r.label for r in section.ratios}
+    assert {durable.VS_RAW, durable.VS_FSYNC, durable.COMMIT_VS_RAW} <= labels
+    assert (durable.VS_LANGGRAPH in labels) == durable.langgraph_available()
+
+
+def test_board_fill_makes_runs_that_verify(tmp_path: Path) -> None:
+    path = tmp_path / "board.db"
+    board.fill(path, 40)
+    with waypost.open_store(str(path)) as store:
+        ids = store.run_ids()
+        assert len(ids) == 40
+        board.check_copies(path, ids)  # every copy: hash chain and fold
+        active = store.list_runs(states=[waypost.State.IN_PROGRESS, waypost.State.BLOCKED])
+    assert len(active) == board.active_runs(40)
+
+
+def test_targets_pass_miss_and_not_built() -> None:
+    section = Section(key="cli", title="t", unit="ms", higher_is_better=False, figures=[
+        Figure(name="waypost heartbeat RUN", samples=(30.0, 50.0)),
+        Figure(name="python -c pass", samples=(10.0, 10.0))])
+    section.add_ratio("heartbeat / python -c pass", "waypost heartbeat RUN", "python -c pass")
+    pending = Section(key="sweep", title="t", unit="ms", higher_is_better=False,
+                      status=NOT_BUILT)
+    pending.targets = [absent("sweep target", NOT_BUILT)]
+    found = {t.text: t for t in report.targets({"cli": section, "sweep": pending})}
+    assert found["`waypost heartbeat` <= 4x `python -c pass`"].status == "PASS"  # 4.0x
+    assert found["sweep target"].status == NOT_BUILT
+    text = report.table([section, pending], list(found.values()), "header")
+    assert "PASS" in text
+    assert NOT_BUILT in text
+    section.ratios[0] = dataclasses.replace(section.ratios[0], per_round=(4.5,))
+    found = {t.text: t for t in report.targets({"cli": section})}
+    assert found["`waypost heartbeat` <= 4x `python -c pass`"].status == "MISS"
+    assert found["durable transition >= 0.8x raw sqlite3 insert+upsert"].status \
+        == NOT_MEASURED
+
+
+def test_a_missing_module_is_reported_as_missing() -> None:
+    assert exists("waypost.model")
+    assert not exists("waypost.no_such_feature")

@@ -1,0 +1,86 @@
+"""Retry policy, status handling and relay settings: pure, no clock or network."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from waypost.delivery.policy import (
+    Attempt,
+    Outcome,
+    backoff,
+    for_status,
+    next_try,
+    retry,
+    sent,
+)
+from waypost.delivery.settings import SECRET_ENV, DeliverySettings, load_settings
+from waypost.delivery.webhook import retry_after
+from waypost.errors import InvalidInput
+
+NOW = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(("status", "outcome"), [
+    (200, Outcome.SENT), (204, Outcome.SENT), (299, Outcome.SENT),
+    (301, Outcome.RETRY), (408, Outcome.RETRY), (429, Outcome.RETRY),
+    (500, Outcome.RETRY), (502, Outcome.RETRY), (503, Outcome.RETRY),
+    (400, Outcome.GIVE_UP), (401, Outcome.GIVE_UP), (404, Outcome.GIVE_UP),
+    (410, Outcome.GIVE_UP), (422, Outcome.GIVE_UP),
+])
+def test_status_handling_follows_standard_webhooks(status: int, outcome: Outcome) -> None:
+    assert for_status(status, "Reason").outcome is outcome
+
+
+def test_410_says_the_receiver_asked_to_stop() -> None:
+    assert for_status(410, "Gone").detail == (
+        "HTTP 410 Gone: the receiver asked not to be sent this again")
+
+
+def test_backoff_doubles_with_jitter_and_is_capped() -> None:
+    assert [backoff(n, base=1, cap=100, rand=lambda: 1.0) for n in (1, 2, 3, 4)] == [1, 2, 4, 8]
+    assert [backoff(n, base=1, cap=100, rand=lambda: 0.0) for n in (1, 2, 3)] == [0.5, 1, 2]
+    assert backoff(40, base=1, cap=60, rand=lambda: 1.0) == 60
+    assert backoff(10_000, base=5, cap=3600, rand=lambda: 1.0) == 3600
+
+
+def test_next_try_respects_retry_after_and_the_horizon() -> None:
+    def at(attempt: Attempt, attempts: int) -> datetime | None:
+        return next_try(attempt, attempts=attempts, now=NOW, queued_at=NOW, base=1.0,
+                        cap=600.0, horizon=60.0, rand=lambda: 1.0)
+
+    assert at(retry("HTTP 500"), 1) == NOW + timedelta(seconds=1)
+    assert at(retry("HTTP 429", retry_after=30), 1) == NOW + timedelta(seconds=30)
+    assert at(retry("HTTP 500"), 7) is None  # 64 s would pass the 60 s horizon
+    assert at(sent("ok"), 1) is None
+
+
+def test_retry_after_reads_seconds_and_http_dates() -> None:
+    assert retry_after("120", NOW) == 120
+    assert retry_after("Fri, 02 Jan 2026 03:05:05 GMT", NOW) == 60
+    assert retry_after("whenever", NOW) is None
+    assert retry_after(None, NOW) is None
+
+
+def test_settings_from_waypost_toml_then_env_then_flags(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "waypost.toml").write_text(
+        '[delivery]\nbackoff_base = "2s"\nhorizon = "1d"\nwebhook_secret = "whsec_dG9t"\n')
+    monkeypatch.delenv(SECRET_ENV, raising=False)
+    settings = load_settings(tmp_path)
+    assert (settings.backoff_base, settings.horizon, settings.webhook_secret) == (
+        2.0, 86400.0, "whsec_dG9t")
+    monkeypatch.setenv(SECRET_ENV, "whsec_ZW52")
+    assert load_settings(tmp_path).webhook_secret == "whsec_ZW52"
+    assert load_settings(tmp_path, backoff_base=0.2, timeout=None).backoff_base == 0.2
+
+
+def test_settings_refuse_unknown_keys_and_zero_waits(tmp_path: Path) -> None:
+    (tmp_path / "waypost.toml").write_text('[delivery]\nbackof_base = "2s"\n')
+    with pytest.raises(InvalidInput, match=r"unknown key\(s\) in \[delivery\]: backof_base"):
+        load_settings(tmp_path)
+    with pytest.raises(InvalidInput, match="backoff base must be more than 0"):
+        DeliverySettings(backoff_base=0)
+    assert DeliverySettings(timeout=10).lease > 10 * 2
