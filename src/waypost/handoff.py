@@ -229,7 +229,7 @@ def brief_text(b: Brief, now: datetime) -> str:
              f"  you        {b.worker}, lease epoch {b.epoch}{took}: pass --epoch {b.epoch}",
              f"  state      {b.state}  (owner {b.owner})",
              f"  target     {b.target}" + (f"  notify {b.notify}" if b.notify else ""),
-             f'  last note  "{b.last_note or ""}" (last heartbeat {heard}{progress})',
+             f"  last note  {_quoted(b.last_note)} (last heartbeat {heard}{progress})",
              "  history" + (f" (heartbeats and older events not shown: {b.earlier_events}; "
                             f"all of them: waypost log {b.run})" if b.earlier_events else "")
              + ":"]
@@ -249,3 +249,7 @@ def brief_text(b: Brief, now: datetime) -> str:
 
 def _block(title: str, items: Sequence[str]) -> list[str]:
     return [f"  {title}:", *(f"    {item}" for item in items)] if items else [f"  {title}: none"]
+
+
+def _quoted(note: str | None) -> str:
+    return f'"{note}"' if note else "none"
