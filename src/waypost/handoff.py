@@ -9,14 +9,12 @@ from datetime import datetime
 
 import msgspec
 
-from waypost import outbox
 from waypost.durations import format_duration, utcnow
 from waypost.errors import RuleViolation, StoreError, VersionConflict
-from waypost.history import make_event
+from waypost.history import Step, prepare
 from waypost.liveness import last_sign_of_life, liveness
 from waypost.machine import apply
 from waypost.model import (
-    AnyEventData,
     Blocker,
     BlockerKind,
     BlockerResolved,
@@ -25,11 +23,10 @@ from waypost.model import (
     Evidence,
     Gate,
     Liveness,
-    OutboxItem,
     Packet,
 )
 from waypost.runs import MAX_ATTEMPTS, lease_until
-from waypost.store.base import Snapshot, Store
+from waypost.store.base import RunWrite, Snapshot, Store
 
 HISTORY_LINES = 12  # the state history fits one screen
 
@@ -87,12 +84,12 @@ def resume(store: Store, run_id: str, *, actor: str, force: bool = False,
         snap = store.load(run_id)
         at = now or utcnow()
         check_may_resume(snap.packet, actor, force=force, now=at)
-        events, packet, items = _takeover(snap, actor, at)
+        write = _takeover(snap, actor, at)
         try:
-            store.commit(run_id, snap.packet.version, events, packet, items)
+            store.commit_write(write)
         except VersionConflict:
             continue
-        return brief(packet, store.events(run_id))
+        return brief(write.packet, store.events(run_id))
     raise StoreError(f"run {run_id}: gave up resuming after {MAX_ATTEMPTS} conflicting writes")
 
 
@@ -119,28 +116,17 @@ def _silent_blockers(packet: Packet) -> list[Blocker]:
     return [b for b in packet.open_blockers if b.kind is BlockerKind.WORKER_SILENT]
 
 
-def _takeover(snap: Snapshot, actor: str,
-              at: datetime) -> tuple[list[Event], Packet, list[OutboxItem]]:
+def _takeover(snap: Snapshot, actor: str, at: datetime) -> RunWrite:
     before = snap.packet
     holder = before.worker.actor if before.worker and before.worker.actor != actor else None
     epoch = (before.worker.epoch if before.worker else 0) + 1
-    steps: list[tuple[AnyEventData, int | None]] = [
+    steps: list[Step] = [
         (Claimed(epoch=epoch, lease_expires_at=lease_until(before.stop_rules, at),
                  took_over_from=holder), None)]
     steps += [(BlockerResolved(blocker_id=b.id, resolution=f"{actor} resumed the run "
                                f"(lease epoch {epoch})"), epoch)
               for b in _silent_blockers(before)]
-    events: list[Event] = []
-    items: list[OutboxItem] = []
-    packet, head = before, snap.head_hash
-    for data, with_epoch in steps:
-        event = make_event(packet, before.id, data, actor=actor, at=at, epoch=with_epoch,
-                           prev_hash=head)
-        after = apply(packet, event)
-        items += outbox.plan(packet, after, event)
-        events.append(event)
-        packet, head = after, event.hash
-    return events, packet, items
+    return prepare(snap, steps, actor=actor, at=at)
 
 
 # --- the brief ------------------------------------------------------------------------

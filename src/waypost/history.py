@@ -6,9 +6,11 @@ import hashlib
 from collections.abc import Sequence
 from datetime import datetime
 
+from waypost import outbox
 from waypost.errors import IntegrityError, WaypostError
 from waypost.machine import apply
-from waypost.model import AnyEventData, Event, Packet, from_json, to_json
+from waypost.model import AnyEventData, Event, OutboxItem, Packet, from_json, to_json
+from waypost.store.base import RunWrite, Snapshot
 
 GENESIS = "0" * 64
 
@@ -32,6 +34,28 @@ def make_event(
                         epoch=epoch, data=data)
     return Event(run_id=run_id, seq=seq, at=at, actor=actor, epoch=epoch, data=data,
                  prev_hash=prev_hash, hash=digest)
+
+
+Step = tuple[AnyEventData, int | None]  # an event body and the lease epoch it is written under
+
+
+def prepare(snap: Snapshot, steps: Sequence[Step], *, actor: str, at: datetime) -> RunWrite:
+    """Decide a write: chain `steps` onto `snap` as events, apply each (the rules raise
+    here, before anything is written), and plan the outbox rows they cause.
+
+    Every writer (workers and owners, the watchdog, resume, the relay) goes through this,
+    then `Store.commit_write`; the version guard there refuses a stale `snap`."""
+    before = packet = snap.packet
+    head, events, items = snap.head_hash, list[Event](), list[OutboxItem]()
+    for data, epoch in steps:
+        event = make_event(packet, packet.id, data, actor=actor, at=at, epoch=epoch,
+                           prev_hash=head)
+        after = apply(packet, event)
+        items += outbox.plan(packet, after, event)
+        events.append(event)
+        packet, head = after, event.hash
+    return RunWrite(run_id=before.id, expected_version=before.version, events=tuple(events),
+                    packet=packet, outbox=tuple(items))
 
 
 def _canonical(data: AnyEventData) -> AnyEventData:

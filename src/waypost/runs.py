@@ -12,11 +12,10 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 
-from waypost import outbox
 from waypost.config import Config
 from waypost.durations import new_run_id, parse_deadline, utcnow
 from waypost.errors import InvalidInput, StoreError, VersionConflict, WaypostError
-from waypost.history import make_event
+from waypost.history import make_event, prepare
 from waypost.machine import apply, next_blocker_id, next_evidence_id
 from waypost.model import (
     AnyEventData,
@@ -172,24 +171,22 @@ class Run:
                         f"not {self.expected_version}",
                         hint=f"read it again: waypost show {self.id}",
                     )
-                event = make_event(snap.packet, self.id, build(snap.packet), actor=self.actor,
-                                   at=self.clock(), epoch=self.epoch, prev_hash=snap.head_hash)
-                packet = apply(snap.packet, event)
+                write = prepare(snap, [(build(snap.packet), self.epoch)], actor=self.actor,
+                                at=self.clock())
             except WaypostError:
                 if fresh:
                     raise
                 continue
             try:
-                self.store.commit(self.id, snap.packet.version, [event], packet,
-                                  outbox.plan(snap.packet, packet, event))
+                self.store.commit_write(write)
             except VersionConflict:
                 if self.expected_version is not None and fresh:
                     raise
                 if fresh:
                     time.sleep(_jitter(attempt))
                 continue
-            self._last = Snapshot(packet, event.hash)
-            return packet
+            self._last = Snapshot(write.packet, write.events[-1].hash)
+            return write.packet
         raise StoreError(f"run {self.id}: gave up after {MAX_ATTEMPTS} conflicting writes")
 
     # --- the worker's verbs -----------------------------------------------------------

@@ -20,10 +20,9 @@ from datetime import datetime, timedelta
 
 import msgspec
 
-from waypost import outbox
 from waypost.durations import format_duration, utcnow
 from waypost.errors import VersionConflict, WaypostError
-from waypost.history import make_event
+from waypost.history import prepare
 from waypost.liveness import (
     DELIVERY_STALL_AFTER,
     deadline_due,
@@ -34,7 +33,7 @@ from waypost.liveness import (
     review_due,
     silent_due,
 )
-from waypost.machine import WATCHDOG_PREFIX, apply, next_blocker_id
+from waypost.machine import WATCHDOG_PREFIX, next_blocker_id
 from waypost.model import (
     AnyEventData,
     BlockerKind,
@@ -190,13 +189,11 @@ def _visit(store: Store, snap: Snapshot, actor: str, now: datetime,
             later = next_look(packet, now, relay_running=running)
             moved = store.defer_check(run_id, expected_version=packet.version, at=later)
             return actions, moved and not actions
-        event = make_event(packet, run_id, data, actor=actor, at=now, prev_hash=snap.head_hash)
         try:
-            after = apply(packet, event)
-            store.commit(run_id, packet.version, [event], after,
-                         outbox.plan(packet, after, event))
-            actions.append(Action(run_id=run_id, seq=event.seq, recorded=_what(data),
-                                  state=after.state.value))
+            write = prepare(snap, [(data, None)], actor=actor, at=now)
+            store.commit_write(write)
+            actions.append(Action(run_id=run_id, seq=write.packet.version,
+                                  recorded=_what(data), state=write.packet.state.value))
         except VersionConflict:
             pass  # another writer came first: read again and decide again
         snap = store.load(run_id)

@@ -16,14 +16,13 @@ import threading
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 
-from waypost import outbox
 from waypost.delivery import document, policy
 from waypost.delivery.settings import DeliverySettings
 from waypost.delivery.targets import Outgoing, Target, resolve
 from waypost.durations import utcnow
 from waypost.errors import Refused, StaleLease, StoreError, VersionConflict
-from waypost.history import make_event
-from waypost.machine import RELAY_PREFIX, apply, next_blocker_id
+from waypost.history import prepare
+from waypost.machine import RELAY_PREFIX, next_blocker_id
 from waypost.model import (
     AnyEventData,
     Delivered,
@@ -204,14 +203,10 @@ class Relay:
             data = DeliveryFailed(key=delivery.key, blocker_id=next_blocker_id(before),
                                   detail=failure_detail(delivery, error or "unknown"),
                                   attempts=delivery.attempts)
-        event = make_event(before, before.id, data, actor=self.id, at=at,
-                           prev_hash=snap.head_hash)
         try:
-            after = apply(before, event)
+            return prepare(snap, [(data, None)], actor=self.id, at=at)
         except Refused:
             return None
-        return RunWrite(run_id=before.id, expected_version=before.version, events=(event,),
-                        packet=after, outbox=tuple(outbox.plan(before, after, event)))
 
 
 def failure_detail(delivery: Delivery, error: str) -> str:

@@ -121,6 +121,11 @@ class Store(ABC):
         `attempts`, `last_error`, `created_at` and `event_seq` are kept.
         """
 
+    def commit_write(self, write: RunWrite) -> None:
+        """`commit` a write decided by `history.prepare`."""
+        self.commit(write.run_id, write.expected_version, write.events, write.packet,
+                    write.outbox)
+
     @abstractmethod
     def events(self, run_id: str) -> list[Event]:
         """The run's events in order (IntegrityError names a row that does not decode)."""
