@@ -15,6 +15,7 @@ import getpass
 import os
 import sys
 from collections.abc import Callable, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -96,10 +97,18 @@ def duration(value: str | None) -> float | None:
     return None if value is None else parse_duration(value)
 
 
-def shown(packet: Packet, store: Store | None = None) -> Packet:
-    """The packet with its observed view; with `store`, coverage by live watchers too."""
-    now = utcnow()
-    return observe(packet, now, store.watchers(now=now) if store is not None else ())
+def observed(store: Store, packets: Sequence[Packet], now: datetime) -> list[Packet]:
+    """Packets with their observed view (watch coverage, deliveries, relays), read in a
+    fixed number of queries however many packets: what show, ls, start and claim print."""
+    watchers = store.watchers(now=now)
+    deliveries = store.deliveries([p.id for p in packets])
+    relays = store.relays(now=now) if delivery_status.waiting(deliveries) else None
+    by_run = delivery_status.by_run(deliveries)
+    return [observe(p, now, watchers, by_run.get(p.id, ()), relays) for p in packets]
+
+
+def shown(packet: Packet, store: Store) -> Packet:
+    return observed(store, [packet], utcnow())[0]
 
 
 # Verbs that live in their own modules, imported only when called (or listed by --help), so
@@ -309,9 +318,7 @@ def show(ctx: Ctx, run_id: str, as_md: bool, public: bool) -> None:
     from waypost import render
 
     now = utcnow()
-    deliveries = ctx.store.deliveries([run_id])
-    packet = observe(ctx.store.get(run_id), now, ctx.store.watchers(now=now), deliveries,
-                     ctx.store.relays(now=now) if delivery_status.waiting(deliveries) else None)
+    packet = observed(ctx.store, [ctx.store.get(run_id)], now)[0]
     if public:
         from waypost.sanitize import public_packet
 
@@ -335,12 +342,8 @@ def ls_(ctx: Ctx, states: Sequence[str], owner: str | None, show_all: bool, limi
 
     wanted = _states(states) or (None if show_all else [s for s in State if s not in TERMINAL])
     now = utcnow()
-    watchers = ctx.store.watchers(now=now)
-    listed = ctx.store.list_runs(states=wanted, owner=owner, limit=limit)
-    deliveries = ctx.store.deliveries([p.id for p in listed])
-    relays = ctx.store.relays(now=now) if delivery_status.waiting(deliveries) else None
-    by_run = delivery_status.by_run(deliveries)
-    packets = [observe(p, now, watchers, by_run.get(p.id, ()), relays) for p in listed]
+    packets = observed(ctx.store, ctx.store.list_runs(states=wanted, owner=owner,
+                                                      limit=limit), now)
     ctx.emit({"runs": packets}, render.board(packets, now))
 
 
