@@ -6,11 +6,28 @@ from abc import ABC, abstractmethod
 from collections.abc import Collection, Sequence
 from datetime import datetime
 from types import TracebackType
-from typing import Self
+from typing import Self, TypeVar
 
 import msgspec
 
 from waypost.model import Delivery, Event, OutboxItem, Packet, RelayInfo, State, Watcher
+
+_Moment = TypeVar("_Moment", float, datetime)  # unix time (SQLite) or datetime (PostgreSQL)
+
+
+def check_moves(stored: _Moment | None, due: _Moment | None, *, now: _Moment) -> bool:
+    """Whether a commit at `now` must store the run's next check `due` over `stored`.
+
+    The stored next check is when the watchdog must look *by*: a lower bound. A commit
+    lowers it or clears it, and replaces it once it has come; it does not raise one still
+    ahead. Most commits are heartbeats, which only push the next check later, and a column
+    left alone leaves its index alone. A sweep that finds such a run not yet due moves its
+    check on (`defer_check`)."""
+    if stored == due:
+        return False
+    if stored is None or due is None:
+        return True
+    return due < stored or stored <= now
 
 
 class Snapshot:

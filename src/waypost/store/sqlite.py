@@ -34,9 +34,17 @@ from waypost.model import (
     to_json,
 )
 from waypost.store import sqlite_outbox, sqlite_watch
-from waypost.store.base import AlwaysHeld, Due, Pruned, RunWrite, Snapshot, Store
+from waypost.store.base import (
+    AlwaysHeld,
+    Due,
+    Pruned,
+    RunWrite,
+    Snapshot,
+    Store,
+    check_moves,
+)
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 BUSY_TIMEOUT_MS = 60_000
 _packet_decoder = msgspec.json.Decoder(Packet)
 _event_decoder = msgspec.json.Decoder(Event)
@@ -48,7 +56,17 @@ def _migrations() -> list[str]:
     folder = resources.files("waypost.store")
     return [folder.joinpath(name).read_text("utf-8")
             for name in ("sqlite.sql", "sqlite_2_outbox.sql", "sqlite_3_delivery.sql",
-                         "sqlite_4_watchers.sql", "sqlite_5_watcher_role.sql")]
+                         "sqlite_4_watchers.sql", "sqlite_5_watcher_role.sql",
+                         "sqlite_6_runs_rowid.sql")]
+
+
+def run_script(db: sqlite3.Connection, script: str) -> None:
+    """Run a migration's statements in the caller's transaction (`executescript` would
+    commit it first)."""
+    code = "\n".join(line.split("--")[0] for line in script.splitlines())
+    for statement in code.split(";"):
+        if statement.strip():
+            db.execute(statement)
 
 
 class SqliteStore(Store):
@@ -81,10 +99,7 @@ class SqliteStore(Store):
             (current,) = db.execute("PRAGMA user_version").fetchone()
             for number, script in enumerate(_migrations(), start=1):
                 if number > current:
-                    code = "\n".join(line.split("--")[0] for line in script.splitlines())
-                    for statement in code.split(";"):
-                        if statement.strip():
-                            db.execute(statement)
+                    run_script(db, script)
             db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
     def pragmas(self) -> dict[str, object]:
@@ -156,24 +171,29 @@ class SqliteStore(Store):
     def _commit_in(self, db: sqlite3.Connection, run_id: str, expected_version: int,
                    events: Sequence[Event], packet: Packet,
                    outbox: Sequence[OutboxItem]) -> None:
-        version, state, owner, *rest = self._columns(packet, events[-1])
-        cur = db.execute(
-            "UPDATE runs SET version = ?, state = ?, head_hash = ?,"
-            " updated_at = ?, next_check_at = ?, packet = ?"
-            " WHERE id = ? AND version = ?",
-            (version, state, *rest, run_id, expected_version),
-        )
-        if cur.rowcount != 1:
+        version, state, owner, head, updated, due, body = self._columns(packet, events[-1])
+        # SQLite rewrites an index whenever its column is SET, even to the same value: owner
+        # and next_check_at are read back here and written only when they must change, so
+        # a heartbeat moves one index entry, the board's (state, updated_at).
+        row = db.execute(
+            "UPDATE runs SET version = ?, state = ?, head_hash = ?, updated_at = ?, packet = ?"
+            " WHERE id = ? AND version = ? RETURNING owner, next_check_at",
+            (version, state, head, updated, body, run_id, expected_version),
+        ).fetchone()
+        if row is None:
             self._explain_miss(db, run_id, expected_version)
-        # SQLite rewrites an index whenever its column is SET, even to the same value: the
-        # owner (set at start) is written only if it changed, saving a page per commit.
-        db.execute("UPDATE runs SET owner = ? WHERE id = ? AND owner <> ?",
-                   (owner, run_id, owner))
+        if row[0] != owner:
+            db.execute("UPDATE runs SET owner = ? WHERE id = ?", (owner, run_id))
+        if check_moves(row[1], due, now=packet.updated_at.timestamp()):
+            db.execute("UPDATE runs SET next_check_at = ? WHERE id = ?", (due, run_id))
         self._insert_events(db, events)
-        sqlite_outbox.queue(db, outbox)
+        if outbox:
+            sqlite_outbox.queue(db, outbox)
 
     @staticmethod
-    def _columns(packet: Packet, last: Event) -> tuple[object, ...]:
+    def _columns(packet: Packet, last: Event) -> tuple[int, str, str, str, str, float | None,
+                                                       str]:
+        """(version, state, owner, head hash, updated at, next check, packet JSON)."""
         due = next_check_at(packet)
         return (packet.version, packet.state.value, packet.owner, last.hash,
                 packet.updated_at.isoformat(), due.timestamp() if due else None,

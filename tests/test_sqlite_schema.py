@@ -1,0 +1,74 @@
+"""The SQLite schema: an older store upgrades in place and keeps every run intact."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from tests.helpers import FakeClock
+from waypost import runs
+from waypost.history import verify_run
+from waypost.model import Kind
+from waypost.store.sqlite import SCHEMA_VERSION, SqliteStore, _migrations, run_script
+
+COPIED = ("runs", "events", "outbox", "relays", "watchers", "blobs")
+
+
+def _columns(db: sqlite3.Connection, table: str) -> list[str]:
+    return [row[1] for row in db.execute(f"PRAGMA table_info({table})")]
+
+
+def _as_version_5(current: Path, old: Path) -> None:
+    """A copy of `current` in the schema of version 5, the rows carried over."""
+    db = sqlite3.connect(old, isolation_level=None)
+    db.execute("BEGIN")
+    for script in _migrations()[:5]:
+        run_script(db, script)
+    db.execute("PRAGMA user_version = 5")
+    db.execute("ATTACH DATABASE ? AS current", (str(current),))
+    for table in COPIED:
+        names = ", ".join(_columns(db, table))
+        db.execute(f"INSERT INTO main.{table} ({names}) SELECT {names} FROM current.{table}")
+    db.execute("COMMIT")
+    db.execute("DETACH DATABASE current")
+    db.close()
+
+
+def test_a_version_5_store_upgrades_and_every_run_still_verifies(
+        tmp_path: Path, clock: FakeClock) -> None:
+    with SqliteStore(tmp_path / "new.db") as store:
+        made = []
+        for n in range(3):
+            run, _ = runs.start(store, f"run {n}", actor="alice", target="none:",
+                                kind=Kind.LONG_RUNNING, max_silence=60 * (n + 1),
+                                idempotency_key=f"key-{n}", clock=clock)
+            worker = runs.Run(store, run.id, actor="w", clock=clock)
+            worker.claim()
+            worker.heartbeat(note=f"step {n}")
+            made.append(run.id)
+        runs.Run(store, made[0], actor="alice", clock=clock).cancel("not needed")
+        before = {p.id: p for p in store.list_runs()}
+    _as_version_5(tmp_path / "new.db", tmp_path / "old.db")
+    with sqlite3.connect(tmp_path / "old.db") as db:
+        (ddl,) = db.execute("SELECT sql FROM sqlite_master WHERE name = 'runs'").fetchone()
+    assert "WITHOUT ROWID" in ddl
+
+    with SqliteStore(tmp_path / "old.db") as store:
+        assert store.pragmas()["schema_version"] == SCHEMA_VERSION == 6
+        assert {p.id: p for p in store.list_runs()} == before
+        for run_id in made:
+            verify_run(run_id, store.events(run_id), store.load(run_id).packet)
+        again, created = runs.start(store, "run 1", actor="alice", target="none:",
+                                    kind=Kind.LONG_RUNNING, max_silence=120,
+                                    idempotency_key="key-1", clock=clock)
+        assert (again.id, created) == (made[1], False)  # the unique key came across
+        due = store.due_runs(now=clock.advance(3600))
+        assert [d.packet.id for d in due] == made[1:]  # the cancelled run is not due
+        runs.Run(store, made[2], actor="w", epoch=1, clock=clock).heartbeat(note="after")
+    with sqlite3.connect(tmp_path / "old.db") as db:
+        (ddl,) = db.execute("SELECT sql FROM sqlite_master WHERE name = 'runs'").fetchone()
+        indexes = {r[0] for r in db.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'runs'"
+            " AND sql IS NOT NULL")}
+    assert "WITHOUT ROWID" not in ddl
+    assert indexes == {"runs_state_updated", "runs_owner", "runs_next_check"}
