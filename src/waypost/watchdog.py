@@ -1,9 +1,11 @@
 """The watchdog: sweeps over due runs, and the watcher's own registration, lease and role.
 
-A sweep reads only the runs whose stored `next_check_at` has come (an indexed range), decides
-for each what a watchdog must record, and commits it through the one write path under the
-version guard. The machine refuses a condition that is not due or already recorded, so
-however many sweeps and watchers see it, each condition is one event and one notice.
+A sweep reads only the runs whose stored `next_check_at` has come (an indexed range), a page
+at a time; decides for each what a watchdog must record; and commits the whole page in one
+transaction, each run under its own version guard (`Store.commit_writes`). A run another
+writer changed meanwhile is read again and decided again on its own. The machine refuses a
+condition that is not due or already recorded, so however many sweeps and watchers see it,
+each condition is one event and one notice.
 
 Where several hosts share a store, a watcher sweeps only while it holds its scope's sweeper
 lock (`Store.sweeper_lock`): one active sweeper per scope, the others standing by.
@@ -15,8 +17,9 @@ import os
 import re
 import socket
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
+from itertools import islice
 
 import msgspec
 
@@ -45,7 +48,7 @@ from waypost.model import (
     Watcher,
     WatcherRole,
 )
-from waypost.store.base import Snapshot, Store, SweeperLock
+from waypost.store.base import Deferral, Due, RunWrite, Snapshot, Store, SweeperLock
 
 DEFAULT_INTERVAL = 30.0
 LEASE_INTERVALS = 3  # a watcher's lease lasts this many intervals unless told otherwise
@@ -149,55 +152,143 @@ class _Relays:
 def sweep(store: Store, *, watcher_id: str, now: datetime | None = None,
           owner: str | None = None, batch: int = BATCH) -> SweepReport:
     """Look at every run whose next check is due at `now` (only those), acting as
-    `watchdog:<watcher_id>`; with `owner`, only that owner's runs."""
+    `watchdog:<watcher_id>`; with `owner`, only that owner's runs. Each page of `batch` due
+    runs is decided in memory and committed in one transaction: one durable write a page."""
     now = now or utcnow()
-    relays = _Relays(store, now)
-    actions: list[Action] = []
-    errors: list[str] = []
-    examined = deferred = 0
+    relays, tally = _Relays(store, now), _Tally()
     after: tuple[datetime, str] | None = None
     while True:
         page = store.due_runs(now=now, owner=owner, after=after, limit=batch)
-        for due in page:
-            examined += 1
-            try:
-                done, moved = _visit(store, due, actor_of(watcher_id), now, relays)
-            except WaypostError as exc:
-                errors.append(f"{due.packet.id}: {exc.message}")
-                continue
-            actions.extend(done)
-            deferred += moved
+        _sweep_page(store, page, actor_of(watcher_id), now, relays, tally)
         if len(page) < batch:
             break
         after = (page[-1].due_at, page[-1].packet.id)
-    return SweepReport(watcher=watcher_id, at=now, examined=examined, actions=tuple(actions),
-                       deferred=deferred, errors=tuple(errors))
+    return SweepReport(watcher=watcher_id, at=now, examined=tally.examined,
+                       actions=tuple(tally.actions), deferred=tally.deferred,
+                       errors=tuple(tally.errors))
 
 
-def _visit(store: Store, snap: Snapshot, actor: str, now: datetime,
+class _Tally:
+    """A sweep's report as its pages add to it."""
+
+    def __init__(self) -> None:
+        self.actions: list[Action] = []
+        self.errors: list[str] = []
+        self.examined = self.deferred = 0
+
+
+Planned = list[tuple[RunWrite | Deferral, Action | None]]  # a run's writes, each event's action
+
+
+def _sweep_page(store: Store, page: list[Due], actor: str, now: datetime, relays: _Relays,
+                tally: _Tally) -> None:
+    """Decide every run of the page, commit all their writes in one transaction, then
+    settle each run in page order. A run that could not be decided, or that another writer
+    changed since the page was read, is visited on its own: read again, decided again."""
+    plans = [_plan(due, actor, now, relays) for due in page]
+    writes = [write for plan in plans if plan is not None for write, _ in plan]
+    try:
+        applied = iter(store.commit_writes(writes))
+    except WaypostError:
+        plans, applied = [None] * len(page), iter(())  # nothing committed: one run at a time
+    tally.examined += len(page)
+    for due, plan in zip(page, plans, strict=True):
+        try:
+            if plan is None:
+                done, deferred = _visit(store, due, due.packet.version, actor, now, relays)
+            else:
+                done, deferred = _settle(store, due, plan, applied, actor, now, relays)
+        except WaypostError as exc:
+            tally.errors.append(f"{due.packet.id}: {exc.message}")
+            continue
+        tally.actions.extend(done)
+        tally.deferred += deferred
+
+
+def _next_step(packet: Packet, selected: int, now: datetime,
+               relays: _Relays) -> AnyEventData | Deferral | None:
+    """The one rule a visit follows at each step: the event to record next; else the run's
+    next check, moved on; else None, when a write since the sweep selected the run (at
+    version `selected`) stored a check still ahead."""
+    running = packet.state is State.APPROVED and relays.running()
+    data = decide(packet, now, relay_running=running)
+    if data is not None:
+        return data
+    if packet.version != selected and not is_due(next_check_at(packet), now):
+        return None
+    return Deferral(run_id=packet.id, expected_version=packet.version,
+                    at=next_look(packet, now, relay_running=running))
+
+
+def _plan(due: Due, actor: str, now: datetime, relays: _Relays) -> Planned | None:
+    """A run's visit decided without writing: each event chains onto the packet the one
+    before makes, as a visit reads it back. None when deciding fails (the rules refuse an
+    event): the run is then visited on its own, where the failure is reported."""
+    planned: Planned = []
+    snap: Snapshot = due
+    try:
+        for _ in range(MAX_STEPS):
+            step = _next_step(snap.packet, due.packet.version, now, relays)
+            if step is None:
+                break
+            if isinstance(step, Deferral):
+                planned.append((step, None))
+                break
+            write = prepare(snap, [(step, None)], actor=actor, at=now)
+            planned.append((write, _action(write, step)))
+            snap = Snapshot(write.packet, write.events[-1].hash)
+    except WaypostError:
+        return None
+    return planned
+
+
+def _settle(store: Store, due: Due, planned: Planned, applied: Iterator[bool], actor: str,
+            now: datetime, relays: _Relays) -> tuple[list[Action], bool]:
+    """What became of a run's planned writes (`applied`: the page's results, in order), as
+    `_visit` reports it. An event another writer came before is decided again on a visit;
+    a deferral it came before is left alone: that writer stored its own next check."""
+    actions: list[Action] = []
+    for (write, action), committed in zip(planned, list(islice(applied, len(planned))),
+                                          strict=True):
+        if not committed and isinstance(write, Deferral):
+            return actions, False
+        if not committed:
+            more, moved = _visit(store, store.load(due.packet.id), due.packet.version, actor,
+                                 now, relays)
+            return actions + more, moved and not actions
+        if action is not None:
+            actions.append(action)
+    deferred = bool(planned) and isinstance(planned[-1][0], Deferral)
+    return actions, deferred and not actions
+
+
+def _visit(store: Store, snap: Snapshot, selected: int, actor: str, now: datetime,
            relays: _Relays) -> tuple[list[Action], bool]:
-    """Record what is due on one run, one event at a time; then move its next check on.
+    """Record what is due on one run, one commit per event, reading the run again after
+    each; then move its next check on. `selected` is its version when the sweep read it.
     Returns the actions and whether the check was deferred with nothing recorded."""
-    run_id, selected, actions = snap.packet.id, snap.packet.version, list[Action]()
+    actions: list[Action] = []
     for _ in range(MAX_STEPS):
-        packet = snap.packet
-        running = packet.state is State.APPROVED and relays.running()
-        data = decide(packet, now, relay_running=running)
-        if data is None:
-            if packet.version != selected and not is_due(next_check_at(packet), now):
-                return actions, False  # the last write stored a check in the future
-            later = next_look(packet, now, relay_running=running)
-            moved = store.defer_check(run_id, expected_version=packet.version, at=later)
+        step = _next_step(snap.packet, selected, now, relays)
+        if step is None:
+            return actions, False
+        if isinstance(step, Deferral):
+            moved = store.defer_check(step.run_id, expected_version=step.expected_version,
+                                      at=step.at)
             return actions, moved and not actions
         try:
-            write = prepare(snap, [(data, None)], actor=actor, at=now)
+            write = prepare(snap, [(step, None)], actor=actor, at=now)
             store.commit_write(write)
-            actions.append(Action(run_id=run_id, seq=write.packet.version,
-                                  recorded=_what(data), state=write.packet.state.value))
+            actions.append(_action(write, step))
         except VersionConflict:
             pass  # another writer came first: read again and decide again
-        snap = store.load(run_id)
+        snap = store.load(snap.packet.id)
     return actions, False
+
+
+def _action(write: RunWrite, data: AnyEventData) -> Action:
+    return Action(run_id=write.run_id, seq=write.packet.version, recorded=_what(data),
+                  state=write.packet.state.value)
 
 
 def _what(data: AnyEventData) -> str:

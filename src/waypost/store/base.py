@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
 from types import TracebackType
 from typing import Self, TypeVar
@@ -68,6 +68,32 @@ class RunWrite(msgspec.Struct, frozen=True, kw_only=True):
     events: tuple[Event, ...]
     packet: Packet
     outbox: tuple[OutboxItem, ...] = ()
+
+
+class Deferral(msgspec.Struct, frozen=True, kw_only=True):
+    """A run's next check moved to `at` (None: never) without an event, if its packet is
+    still at `expected_version` (what `Store.defer_check` does)."""
+
+    run_id: str
+    expected_version: int
+    at: datetime | None
+
+
+def in_force(writes: Sequence[RunWrite | Deferral], versions: Mapping[str, int]) -> list[bool]:
+    """Which of a batch's writes apply, given each run's version as it stands (read under
+    the batch's write lock): those whose run is at their `expected_version` once the
+    batch's earlier writes are applied. After a run's first miss, its later writes miss
+    too: they were decided from a packet that another writer has replaced."""
+    at: dict[str, int | None] = dict(versions)
+    applies = []
+    for write in writes:
+        hit = at.get(write.run_id) == write.expected_version
+        if not hit:
+            at[write.run_id] = None
+        elif isinstance(write, RunWrite):
+            at[write.run_id] = write.packet.version
+        applies.append(hit)
+    return applies
 
 
 class SweeperLock(ABC):
@@ -264,6 +290,18 @@ class Store(ABC):
         """Set the run's `next_check_at` to `at` (None: never) without an event, if its
         packet is still at `expected_version`; return whether it was set. A miss is not an
         error: a newer write has stored its own next check. An unknown run gives False."""
+
+    @abstractmethod
+    def commit_writes(self, writes: Sequence[RunWrite | Deferral]) -> list[bool]:
+        """Commit a page of writes in one transaction, in order, each under its own version
+        guard: a `RunWrite` as `commit` does, a `Deferral` as `defer_check` does. Returns,
+        for each write, whether it was committed.
+
+        A write whose run is no longer at its `expected_version` (another writer came
+        first), or is gone, is skipped with False and does not stop the others; so is every
+        later write of that run in `writes` (see `in_force`). Any other error commits
+        nothing. A run's writes chain: the second expects the version the first writes.
+        """
 
     @abstractmethod
     def prune(self, *, before: datetime, states: Collection[State],

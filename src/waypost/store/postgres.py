@@ -40,7 +40,7 @@ from waypost.model import (
 )
 from waypost.store import postgres_outbox as outbox_sql
 from waypost.store import postgres_watch as watch_sql
-from waypost.store.base import Due, Pruned, RunWrite, Snapshot, Store
+from waypost.store.base import Deferral, Due, Pruned, RunWrite, Snapshot, Store, in_force
 from waypost.store.postgres_live import AdvisoryLock, RunListener, driver_errors
 from waypost.store.postgres_setup import (
     CONNECT_TIMEOUT,
@@ -335,6 +335,21 @@ class PostgresStore(Store):
     def defer_check(self, run_id: str, *, expected_version: int, at: datetime | None) -> bool:
         with self._cursor(f"defer the next check of {run_id}", write=True) as cur:
             return watch_sql.defer_check(cur, run_id, expected_version, at)
+
+    def commit_writes(self, writes: Sequence[RunWrite | Deferral]) -> list[bool]:
+        if not writes:
+            return []
+        with self._cursor(f"commit {len(writes)} writes", write=True) as cur:
+            # the rows are locked: versions read now stay true until the commit
+            applies = in_force(writes, watch_sql.lock_versions(cur, {w.run_id for w in writes}))
+            for write, applied in zip(writes, applies, strict=True):
+                if not applied:
+                    continue
+                if isinstance(write, RunWrite):
+                    self._write_run(cur, write)
+                else:
+                    watch_sql.defer_check(cur, write.run_id, write.expected_version, write.at)
+        return applies
 
     def prune(self, *, before: datetime, states: Collection[State],
               blobs_before: datetime) -> Pruned:

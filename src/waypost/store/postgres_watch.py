@@ -86,6 +86,15 @@ def defer_check(cur: Cursor, run_id: str, expected_version: int, at: datetime | 
     return cur.rowcount == 1
 
 
+def lock_versions(cur: Cursor, run_ids: Collection[str]) -> dict[str, int]:
+    """Lock these runs' rows until the transaction ends and return their versions (unknown
+    ids are left out). Locked in id order, so two batches never wait on each other in a
+    cycle; a run another transaction is writing is waited for, then read as it committed."""
+    rows = cur.execute("SELECT id, version FROM runs WHERE id = ANY(%s) ORDER BY id"
+                       " FOR UPDATE", (list(run_ids),)).fetchall()
+    return dict(rows)
+
+
 # --- retention ----------------------------------------------------------------------------
 
 

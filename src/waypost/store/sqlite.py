@@ -36,12 +36,14 @@ from waypost.model import (
 from waypost.store import sqlite_outbox, sqlite_watch
 from waypost.store.base import (
     AlwaysHeld,
+    Deferral,
     Due,
     Pruned,
     RunWrite,
     Snapshot,
     Store,
     check_moves,
+    in_force,
 )
 
 SCHEMA_VERSION = 6
@@ -355,6 +357,23 @@ class SqliteStore(Store):
     def defer_check(self, run_id: str, *, expected_version: int, at: datetime | None) -> bool:
         with self._writing(f"defer the next check of {run_id}") as db:
             return sqlite_watch.defer_check(db, run_id, expected_version, at)
+
+    def commit_writes(self, writes: Sequence[RunWrite | Deferral]) -> list[bool]:
+        if not writes:
+            return []
+        with self._writing(f"commit {len(writes)} writes") as db:
+            # the write lock is held: versions read now stay true until the commit
+            applies = in_force(writes, sqlite_watch.versions(db, {w.run_id for w in writes}))
+            for write, applied in zip(writes, applies, strict=True):
+                if not applied:
+                    continue
+                if isinstance(write, RunWrite):
+                    self._commit_in(db, write.run_id, write.expected_version, write.events,
+                                    write.packet, write.outbox)
+                else:
+                    sqlite_watch.defer_check(db, write.run_id, write.expected_version,
+                                             write.at)
+        return applies
 
     def prune(self, *, before: datetime, states: Collection[State],
               blobs_before: datetime) -> Pruned:

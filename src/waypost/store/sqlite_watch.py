@@ -4,6 +4,7 @@ IMMEDIATE transaction (writes) or under its lock (reads)."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Collection, Sequence
 from datetime import UTC, datetime
@@ -102,6 +103,14 @@ def defer_check(db: sqlite3.Connection, run_id: str, expected_version: int,
     cur = db.execute("UPDATE runs SET next_check_at = ? WHERE id = ? AND version = ?",
                      (at.timestamp() if at else None, run_id, expected_version))
     return cur.rowcount == 1
+
+
+def versions(db: sqlite3.Connection, run_ids: Collection[str]) -> dict[str, int]:
+    """The stored version of each of these runs (unknown ids are left out): one query
+    through the primary key, the ids passed as one JSON array however many there are."""
+    rows = db.execute("SELECT id, version FROM runs WHERE id IN"
+                      " (SELECT value FROM json_each(?))", (json.dumps(list(run_ids)),))
+    return dict(rows.fetchall())
 
 
 # --- retention ----------------------------------------------------------------------------

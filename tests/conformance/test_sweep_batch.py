@@ -1,0 +1,248 @@
+"""A sweep commits each page of due runs in one transaction (`Store.commit_writes`), on every
+backend, and reports exactly what one run at a time would: a run another writer changed
+since the page was read is never written stale, is decided again, and holds up nobody."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from datetime import timedelta
+
+import pytest
+
+from tests.helpers import FakeClock
+from waypost import runs, watchdog
+from waypost.errors import StoreError
+from waypost.history import prepare, verify_run
+from waypost.model import Authority, Kind
+from waypost.store import Store, open_store
+from waypost.store.base import Deferral, RunWrite, in_force
+
+WATCHDOG = "watchdog:t"
+
+
+def _silent(store: Store, clock: FakeClock, **rules: object) -> runs.Run:
+    """A claimed run whose worker goes silent 60 s after now."""
+    params: dict[str, object] = {"max_silence": 60.0, **rules}
+    run, _ = runs.start(store, "quiet worker", actor="alice", owner="alice", target="none:",
+                        kind=Kind.LONG_RUNNING, clock=clock, **params)  # type: ignore[arg-type]
+    worker = runs.Run(store, run.id, actor="w1", clock=clock)
+    worker.claim()
+    return worker
+
+
+def _silence(store: Store, run_id: str, clock: FakeClock) -> RunWrite:
+    """The watchdog's worker_silent write on a run, as a sweep decides it."""
+    snap = store.load(run_id)
+    data = watchdog.decide(snap.packet, clock(), relay_running=False)
+    assert data is not None
+    return prepare(snap, [(data, None)], actor=WATCHDOG, at=clock())
+
+
+def _watchdog_events(store: Store, run_id: str) -> list[str]:
+    return [e.type for e in store.events(run_id) if e.actor.startswith("watchdog:")]
+
+
+def _due(store: Store, clock: FakeClock) -> list[str]:
+    return [d.packet.id for d in store.due_runs(now=clock())]
+
+
+def _verified(store: Store) -> None:
+    for run_id in store.run_ids():
+        verify_run(run_id, store.events(run_id), store.get(run_id))
+
+
+# --- the store: commit_writes ----------------------------------------------------------
+
+
+def test_a_page_of_writes_and_deferrals_commits_together(store: Store, clock: FakeClock) -> None:
+    a, b = _silent(store, clock), _silent(store, clock)
+    clock.advance(61)
+    write = _silence(store, a.id, clock)
+    later = clock() + timedelta(hours=1)
+    deferral = Deferral(run_id=b.id, expected_version=store.get(b.id).version, at=later)
+    assert store.commit_writes([write, deferral]) == [True, True]
+    assert store.get(a.id) == write.packet
+    assert store.load(a.id).head_hash == write.events[-1].hash
+    assert _watchdog_events(store, a.id) == ["blocker_opened"]
+    assert _due(store, clock) == []
+    (due,) = store.due_runs(now=later)
+    assert (due.packet.id, due.due_at) == (b.id, later)
+    assert store.commit_writes([]) == []
+    _verified(store)
+
+
+def test_a_run_another_writer_changed_is_skipped_with_its_later_writes_alone(
+        store: Store, clock: FakeClock) -> None:
+    a, b, c = (_silent(store, clock) for _ in range(3))
+    clock.advance(61)
+    first, moved = _silence(store, a.id, clock), _silence(store, b.id, clock)
+    # b's deferral expects the version b's own write makes: the owner's write below makes
+    # that same version, so only the chain rule keeps the deferral from landing on it
+    then = Deferral(run_id=b.id, expected_version=moved.packet.version,
+                    at=clock() + timedelta(days=1))
+    last = Deferral(run_id=c.id, expected_version=store.get(c.id).version, at=None)
+    runs.Run(store, b.id, actor="alice", clock=clock).transfer(Authority.APPROVE, "bob")
+    assert store.commit_writes([first, moved, then, last]) == [True, False, False, True]
+    assert _watchdog_events(store, a.id) == ["blocker_opened"]
+    assert _watchdog_events(store, b.id) == []
+    assert store.get(b.id).transfers[0].to == "bob"
+    assert _due(store, clock) == [b.id]  # still due: no stale deferral moved it on
+    _verified(store)
+
+
+def test_writes_for_runs_that_do_not_exist_are_skipped(store: Store, clock: FakeClock) -> None:
+    run = _silent(store, clock)
+    clock.advance(61)
+    write = _silence(store, run.id, clock)
+    ghost = RunWrite(run_id="wp_missing", expected_version=2, events=write.events,
+                     packet=write.packet)
+    missing = Deferral(run_id="wp_missing", expected_version=1, at=None)
+    assert store.commit_writes([ghost, missing, write]) == [False, False, True]
+    assert _watchdog_events(store, run.id) == ["blocker_opened"]
+
+
+def test_a_page_that_fails_commits_nothing(store: Store, clock: FakeClock) -> None:
+    a, b = _silent(store, clock), _silent(store, clock)
+    clock.advance(61)
+    first, second = _silence(store, a.id, clock), _silence(store, b.id, clock)
+    # chained on the second by version, but repeating its events: the event rows collide
+    clash = RunWrite(run_id=b.id, expected_version=second.packet.version,
+                     events=second.events, packet=second.packet)
+    before = {rid: store.load(rid) for rid in (a.id, b.id)}
+    with pytest.raises(StoreError):
+        store.commit_writes([first, second, clash])
+    for rid, snap in before.items():
+        assert store.load(rid).packet == snap.packet
+        assert _watchdog_events(store, rid) == []
+    assert sorted(_due(store, clock)) == sorted([a.id, b.id])
+
+
+def test_which_writes_are_in_force_follows_each_runs_chain() -> None:
+    def write(run_id: str, expected: int) -> Deferral:
+        return Deferral(run_id=run_id, expected_version=expected, at=None)
+
+    page: Sequence[RunWrite | Deferral] = [write("a", 1), write("b", 4), write("b", 4),
+                                           write("c", 2), write("a", 1)]
+    assert in_force(page, {"a": 1, "b": 3, "c": 2}) == [True, False, False, True, True]
+    assert in_force(page, {}) == [False] * 5
+
+
+# --- the sweep ---------------------------------------------------------------------------
+
+
+def test_n_due_runs_give_n_events_in_one_transaction_a_page(
+        store: Store, clock: FakeClock, monkeypatch: pytest.MonkeyPatch) -> None:
+    ids = sorted(_silent(store, clock).id for _ in range(7))  # one due time: id order
+    clock.advance(61)
+    pages: list[int] = []
+    real = store.commit_writes
+
+    def counting(writes: Sequence[RunWrite | Deferral]) -> list[bool]:
+        pages.append(len(writes))
+        return real(writes)
+
+    def refused(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a sweep whose pages commit writes nothing one run at a time")
+
+    monkeypatch.setattr(store, "commit_writes", counting)
+    for single in ("commit", "commit_write", "defer_check", "load"):
+        monkeypatch.setattr(store, single, refused)
+    report = watchdog.sweep(store, watcher_id="t", now=clock(), batch=3)
+    assert pages == [3, 3, 1]
+    assert (report.examined, report.deferred, report.errors) == (7, 0, ())
+    assert [a.run_id for a in report.actions] == ids
+    assert {a.recorded for a in report.actions} == {"worker_silent (b1)"}
+    monkeypatch.undo()
+    for run_id in ids:
+        assert _watchdog_events(store, run_id) == ["blocker_opened"]
+    assert _due(store, clock) == []
+    _verified(store)
+
+
+def test_a_run_changed_after_the_page_was_read_is_decided_again_after_the_batch(
+        store: Store, clock: FakeClock, monkeypatch: pytest.MonkeyPatch) -> None:
+    quiet, moved, woke = (_silent(store, clock) for _ in range(3))
+    clock.advance(61)
+    real = store.commit_writes
+
+    def meanwhile(writes: Sequence[RunWrite | Deferral]) -> list[bool]:
+        # between reading the page and committing it: the owner writes on one run (still
+        # silent), and another worker speaks up on another
+        runs.Run(store, moved.id, actor="alice", clock=clock).transfer(Authority.APPROVE, "bob")
+        woke.heartbeat(note="still here")
+        return real(writes)
+
+    monkeypatch.setattr(store, "commit_writes", meanwhile)
+    report = watchdog.sweep(store, watcher_id="t", now=clock())
+    assert (report.examined, report.deferred, report.errors) == (3, 0, ())
+    assert sorted((a.run_id, a.seq, a.state) for a in report.actions) == sorted([
+        (quiet.id, 3, "blocked"), (moved.id, 4, "blocked")])  # moved: after the transfer
+    assert [e.type for e in store.events(moved.id)][-2:] == ["authority_transferred",
+                                                             "blocker_opened"]
+    assert _watchdog_events(store, woke.id) == []
+    assert store.get(woke.id).state.value == "in_progress"
+    assert _due(store, clock) == []
+    _verified(store)
+
+
+def test_every_step_a_run_needs_is_recorded_in_its_page(store: Store, clock: FakeClock) -> None:
+    both = _silent(store, clock, deadline=clock() + timedelta(seconds=30))
+    other = _silent(store, clock)
+    report = watchdog.sweep(store, watcher_id="t", now=clock.advance(61))
+    assert [(a.run_id, a.recorded) for a in report.actions] == [
+        (both.id, "worker_silent (b1)"), (both.id, "deadline_passed (b2)"),
+        (other.id, "worker_silent (b1)")]
+    assert _watchdog_events(store, both.id) == ["blocker_opened", "blocker_opened"]
+    assert store.due_runs(now=clock.advance(86400)) == []
+    _verified(store)
+
+
+def test_a_due_run_with_nothing_to_record_is_deferred_in_the_page(
+        store: Store, clock: FakeClock) -> None:
+    silent, calm = _silent(store, clock, max_silence=30.0), _silent(store, clock)
+    assert store.defer_check(calm.id, expected_version=2, at=clock())  # due now, needs nothing
+    report = watchdog.sweep(store, watcher_id="t", now=clock.advance(31))
+    assert (report.examined, report.deferred) == (2, 1)
+    assert [a.run_id for a in report.actions] == [silent.id]
+    (due,) = store.due_runs(now=clock.advance(3600))
+    assert (due.packet.id, due.due_at) == (calm.id, clock() - timedelta(seconds=3600 - 29))
+
+
+def test_a_page_the_store_cannot_commit_is_swept_one_run_at_a_time(
+        store: Store, clock: FakeClock, monkeypatch: pytest.MonkeyPatch) -> None:
+    ids = sorted(_silent(store, clock).id for _ in range(3))  # one due time: id order
+    clock.advance(61)
+
+    def broken(writes: Sequence[RunWrite | Deferral]) -> list[bool]:
+        raise StoreError("cannot commit 3 writes: disk I/O error")
+
+    monkeypatch.setattr(store, "commit_writes", broken)
+    report = watchdog.sweep(store, watcher_id="t", now=clock())
+    assert ([a.run_id for a in report.actions], report.errors) == (ids, ())
+    for run_id in ids:
+        assert _watchdog_events(store, run_id) == ["blocker_opened"]
+
+
+def test_two_sweepers_on_one_store_record_each_condition_once(
+        store: Store, clock: FakeClock) -> None:
+    ids = sorted(_silent(store, clock).id for _ in range(20))  # one due time: id order
+    now = clock.advance(61)
+    barrier = threading.Barrier(2)
+    reports: list[watchdog.SweepReport] = []
+
+    def sweeper(name: str) -> None:
+        with open_store(store.url) as own:
+            barrier.wait()
+            reports.append(watchdog.sweep(own, watcher_id=name, now=now, batch=7))
+
+    threads = [threading.Thread(target=sweeper, args=(n,)) for n in ("a", "b")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sum(len(r.actions) for r in reports) == 20
+    assert [r.errors for r in reports] == [(), ()]
+    for run_id in ids:
+        assert _watchdog_events(store, run_id) == ["blocker_opened"]
+    _verified(store)
