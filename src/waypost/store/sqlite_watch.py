@@ -4,7 +4,6 @@ IMMEDIATE transaction (writes) or under its lock (reads)."""
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from collections.abc import Collection, Sequence
 from datetime import UTC, datetime
@@ -109,7 +108,8 @@ def versions(db: sqlite3.Connection, run_ids: Collection[str]) -> dict[str, int]
     """The stored version of each of these runs (unknown ids are left out): one query
     through the primary key, the ids passed as one JSON array however many there are."""
     rows = db.execute("SELECT id, version FROM runs WHERE id IN"
-                      " (SELECT value FROM json_each(?))", (json.dumps(list(run_ids)),))
+                      " (SELECT value FROM json_each(?))",
+                      (msgspec.json.encode(list(run_ids)).decode(),))
     return dict(rows.fetchall())
 
 
