@@ -1,4 +1,5 @@
-"""The hot verbs stay light: no HTTP, MCP or PostgreSQL stack is imported."""
+"""The hot verbs stay light: no HTTP, MCP or PostgreSQL stack is imported, nor click (a
+plainly written hot verb runs on the fast path of `waypost.cli`)."""
 
 from __future__ import annotations
 
@@ -18,12 +19,15 @@ def imported_modules(args: list[str], store: Path) -> set[str]:
     proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "waypost", *args],
                           capture_output=True, text=True, env=env, check=False)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    names = set()
-    for line in proc.stderr.splitlines():
-        if line.startswith("import time:") and "|" in line:
-            names.add(line.rsplit("|", 1)[1].strip())
+    names = importtime_modules(proc.stderr)
     assert "waypost.cli" in names  # the importtime output was really read
     return names
+
+
+def importtime_modules(stderr: str) -> set[str]:
+    """The modules that `python -X importtime` lists on stderr."""
+    return {line.rsplit("|", 1)[1].strip() for line in stderr.splitlines()
+            if line.startswith("import time:") and "|" in line}
 
 
 @pytest.fixture(scope="module")
@@ -47,3 +51,10 @@ def test_hot_verbs_import_nothing_heavy(run_in_store: tuple[Path, str], verb: li
     names = imported_modules([part.format(run=run_id) for part in verb], store)
     heavy = sorted(n for n in names if n.split(".")[0] in HEAVY)
     assert heavy == []
+    assert sorted(n for n in names if n.split(".")[0] == "click") == []
+
+
+def test_other_command_lines_go_through_click(run_in_store: tuple[Path, str]) -> None:
+    store, run_id = run_in_store
+    assert "click" in imported_modules(["heartbeat", run_id, "--help"], store)
+    assert "click" in imported_modules(["claim", run_id], store)

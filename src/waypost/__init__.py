@@ -9,42 +9,45 @@
     worker.heartbeat(note="reproduced", progress=0.3)
 """
 
-from waypost.errors import (
-    Conflict,
-    IdempotencyConflict,
-    IllegalTransition,
-    IntegrityError,
-    InvalidInput,
-    NotAuthorized,
-    NotFound,
-    Refused,
-    RuleViolation,
-    StaleLease,
-    StoreError,
-    VersionConflict,
-    WaypostError,
-)
-from waypost.machine import apply, fold
-from waypost.model import (
-    Artifact,
-    ArtifactRole,
-    Assurance,
-    Authority,
-    Blocker,
-    BlockerKind,
-    Event,
-    Evidence,
-    EvidenceKind,
-    Gate,
-    Kind,
-    Liveness,
-    Packet,
-    State,
-    StopRules,
-    Verdict,
-)
-from waypost.runs import Run, start
-from waypost.store import Store, open_store
+import typing
+
+if typing.TYPE_CHECKING:
+    from waypost.errors import (
+        Conflict,
+        IdempotencyConflict,
+        IllegalTransition,
+        IntegrityError,
+        InvalidInput,
+        NotAuthorized,
+        NotFound,
+        Refused,
+        RuleViolation,
+        StaleLease,
+        StoreError,
+        VersionConflict,
+        WaypostError,
+    )
+    from waypost.machine import apply, fold
+    from waypost.model import (
+        Artifact,
+        ArtifactRole,
+        Assurance,
+        Authority,
+        Blocker,
+        BlockerKind,
+        Event,
+        Evidence,
+        EvidenceKind,
+        Gate,
+        Kind,
+        Liveness,
+        Packet,
+        State,
+        StopRules,
+        Verdict,
+    )
+    from waypost.runs import Run, start
+    from waypost.store import Store, open_store
 
 __all__ = [
     "Artifact",
@@ -83,3 +86,33 @@ __all__ = [
     "open_store",
     "start",
 ]
+
+# Where each public name lives. They are imported on first use, so that a command that needs
+# only part of the library (`waypost show` reads, it never writes) loads only that part.
+_HOMES = {
+    "waypost.errors": ("Conflict", "IdempotencyConflict", "IllegalTransition", "IntegrityError",
+                       "InvalidInput", "NotAuthorized", "NotFound", "Refused", "RuleViolation",
+                       "StaleLease", "StoreError", "VersionConflict", "WaypostError"),
+    "waypost.machine": ("apply", "fold"),
+    "waypost.model": ("Artifact", "ArtifactRole", "Assurance", "Authority", "Blocker",
+                      "BlockerKind", "Event", "Evidence", "EvidenceKind", "Gate", "Kind",
+                      "Liveness", "Packet", "State", "StopRules", "Verdict"),
+    "waypost.runs": ("Run", "start"),
+    "waypost.store": ("Store", "open_store"),
+}
+_HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
+
+
+def __getattr__(name: str) -> object:
+    module = _HOME_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module 'waypost' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -1,1 +1,2 @@
-"""CLI verbs that live in their own modules, loaded only when called (see cli.LAZY_COMMANDS)."""
+"""CLI verbs that live in their own modules, loaded only when called
+(see cli_click.LAZY_COMMANDS)."""
