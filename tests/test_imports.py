@@ -1,5 +1,6 @@
 """The hot verbs stay light: no HTTP, MCP or PostgreSQL stack is imported, nor click (a
-plainly written hot verb runs on the fast path of `waypost.cli`)."""
+plainly written hot verb runs on the fast path of `waypost.cli`), and the packet's decoder
+is cheap to build."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from waypost import model
 
 HEAVY = ("httpx", "litestar", "mcp", "psycopg", "psycopg_pool", "jinja2", "detect_secrets",
          "uvicorn", "anyio")
@@ -58,3 +61,15 @@ def test_other_command_lines_go_through_click(run_in_store: tuple[Path, str]) ->
     store, run_id = run_in_store
     assert "click" in imported_modules(["heartbeat", run_id, "--help"], store)
     assert "click" in imported_modules(["claim", run_id], store)
+
+
+def test_record_annotations_are_evaluated() -> None:
+    """msgspec builds a decoder from the records' annotations; as strings (`from __future__
+    import annotations`) it would resolve each one first, in every command that reads one."""
+    records = [v for v in vars(model).values()
+               if isinstance(v, type) and issubclass(v, model.Record)]
+    assert model.Packet in records
+    strings = sorted(f"{cls.__name__}.{name}" for cls in records
+                     for name, hint in vars(cls).get("__annotations__", {}).items()
+                     if isinstance(hint, str))
+    assert strings == []

@@ -4,7 +4,9 @@ Everything here is a frozen, keyword-only msgspec record: decoding validates typ
 refuses unknown fields, naming the offending path (`$.stop_rules.max_silence`).
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations` here: msgspec reads these annotations when it
+# builds a decoder, and resolving them from strings would cost every command that reads a
+# packet a millisecond or two; every name they use is defined above its first use.
 
 import enum
 from datetime import datetime
@@ -515,11 +517,18 @@ def to_builtins(obj: Any) -> Any:
 _decoders: dict[Any, msgspec.json.Decoder[Any]] = {}
 
 
+def json_decoder(type_: type[T]) -> msgspec.json.Decoder[T]:
+    """The one decoder of `type_`, made on first use: building a decoder costs more than
+    using it. Its errors are msgspec's own (`from_json` turns them into InvalidInput)."""
+    decoder = _decoders.get(type_)
+    if decoder is None:
+        decoder = _decoders.setdefault(type_, msgspec.json.Decoder(type_))
+    return decoder
+
+
 def from_json(data: bytes | str, type_: type[T]) -> T:
     """Decode and validate; a bad document raises InvalidInput naming the field."""
-    decoder = _decoders.get(type_)
-    if decoder is None:  # building a decoder costs more than using it: keep one per type
-        decoder = _decoders.setdefault(type_, msgspec.json.Decoder(type_))
+    decoder = json_decoder(type_)
     try:
         result: T = decoder.decode(data)
         return result

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import sqlite3
 import threading
 import time
@@ -31,6 +30,7 @@ from waypost.model import (
     RelayInfo,
     State,
     Watcher,
+    json_decoder,
     to_json,
 )
 from waypost.store import sqlite_outbox, sqlite_watch
@@ -48,8 +48,8 @@ from waypost.store.base import (
 
 SCHEMA_VERSION = 6
 BUSY_TIMEOUT_MS = 60_000
-_packet_decoder = msgspec.json.Decoder(Packet)
-_event_decoder = msgspec.json.Decoder(Event)
+_packet_decoder = json_decoder(Packet)  # shared with the watchdog's queries
+_event_decoder = json_decoder(Event)
 
 
 def _migrations() -> list[str]:
@@ -269,6 +269,8 @@ class SqliteStore(Store):
     # --- blobs ------------------------------------------------------------------------
 
     def put_blob(self, data: bytes) -> str:
+        import hashlib  # only here: show and ls skip loading OpenSSL (~2.5 ms a call)
+
         digest = hashlib.sha256(data).hexdigest()
         try:
             with self._write() as db:
