@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime, timedelta
+from functools import lru_cache
 
 import msgspec
 
@@ -33,15 +34,20 @@ UNWATCHED = "unwatched: nobody will notice silence; check back later"
 
 
 def last_sign_of_life(packet: Packet) -> datetime:
-    candidates = [packet.created_at]
-    if packet.progress.last_heartbeat is not None:
-        candidates.append(packet.progress.last_heartbeat)
-    if packet.worker is not None:
-        candidates.append(packet.worker.acquired_at)
+    """The latest of: created, last heartbeat, lease taken, a worker_silent blocker resolved
+    (of equal moments, the first). Read on every write and every sweep: no list is built."""
+    latest = packet.created_at
+    heard = packet.progress.last_heartbeat
+    if heard is not None and heard > latest:
+        latest = heard
+    if packet.worker is not None and packet.worker.acquired_at > latest:
+        latest = packet.worker.acquired_at
     # resolving a worker_silent blocker restarts the silence clock: someone has looked
-    candidates.extend(b.resolved_at for b in packet.blockers
-                      if b.kind is BlockerKind.WORKER_SILENT and b.resolved_at is not None)
-    return max(candidates)
+    for b in packet.blockers:
+        if (b.kind is BlockerKind.WORKER_SILENT and b.resolved_at is not None
+                and b.resolved_at > latest):
+            latest = b.resolved_at
+    return latest
 
 
 def liveness(packet: Packet, now: datetime) -> Liveness | None:
@@ -68,16 +74,18 @@ def silent_due(packet: Packet) -> datetime | None:
     seconds = packet.stop_rules.max_silence
     if packet.state is not State.IN_PROGRESS or seconds is None:
         return None
-    return last_sign_of_life(packet) + timedelta(seconds=seconds)
+    return last_sign_of_life(packet) + _span(seconds)
 
 
 def deadline_due(packet: Packet) -> datetime | None:
     """When the deadline blocks the run: once per run, while it is in progress or blocked."""
-    if packet.state not in (State.IN_PROGRESS, State.BLOCKED):
+    deadline = packet.stop_rules.deadline
+    if deadline is None or packet.state not in (State.IN_PROGRESS, State.BLOCKED):
         return None
-    if any(b.kind is BlockerKind.DEADLINE_PASSED for b in packet.blockers):
-        return None
-    return packet.stop_rules.deadline
+    for b in packet.blockers:
+        if b.kind is BlockerKind.DEADLINE_PASSED:
+            return None
+    return deadline
 
 
 def review_due(packet: Packet) -> datetime | None:
@@ -88,19 +96,28 @@ def review_due(packet: Packet) -> datetime | None:
     if _nudged_since(packet, NudgeTopic.REVIEW_OVERDUE, since):
         return None
     within = packet.stop_rules.review_within or DEFAULT_REVIEW_WITHIN
-    return since + timedelta(seconds=within)
+    return since + _span(within)
 
 
 def delivery_stall_due(packet: Packet) -> datetime | None:
     """When a queued final delivery counts as stalled (if no relay runs): once per queueing."""
     if packet.state is not State.APPROVED or packet.approval is None:
         return None
-    queued = max([packet.approval.at, *(b.resolved_at for b in packet.blockers
-                                        if b.kind is BlockerKind.DELIVERY_FAILED
-                                        and b.resolved_at is not None)])
+    queued = packet.approval.at  # or queued again later: a delivery_failed blocker resolved
+    for b in packet.blockers:
+        if (b.kind is BlockerKind.DELIVERY_FAILED and b.resolved_at is not None
+                and b.resolved_at > queued):
+            queued = b.resolved_at
     if _nudged_since(packet, NudgeTopic.DELIVERY_STALLED, queued):
         return None
-    return queued + timedelta(seconds=DELIVERY_STALL_AFTER)
+    return queued + _span(DELIVERY_STALL_AFTER)
+
+
+@lru_cache(maxsize=256)
+def _span(seconds: float) -> timedelta:
+    """`timedelta(seconds=seconds)`, made once per value: a stop rule's few values recur on
+    every run, and making one from a float costs more than the rest of a due moment."""
+    return timedelta(seconds=seconds)
 
 
 def _nudged_since(packet: Packet, topic: NudgeTopic, since: datetime) -> bool:
@@ -116,10 +133,13 @@ def next_check_at(packet: Packet, after: datetime | None = None) -> datetime | N
     such moment later than it (where a sweep that acted on nothing looks next)."""
     if packet.kind is Kind.BOUNDED:
         return None
-    due = [moment for moment in (silent_due(packet), deadline_due(packet), review_due(packet),
-                                 delivery_stall_due(packet))
-           if moment is not None and (after is None or moment > after)]
-    return min(due, default=None)
+    earliest = None  # the first of equal moments wins, as with min()
+    for moment in (silent_due(packet), deadline_due(packet), review_due(packet),
+                   delivery_stall_due(packet)):
+        if (moment is not None and (after is None or moment > after)
+                and (earliest is None or moment < earliest)):
+            earliest = moment
+    return earliest
 
 
 def delivery_line(packet: Packet, deliveries: Sequence[Delivery] = (),

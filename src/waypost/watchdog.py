@@ -19,6 +19,7 @@ import socket
 import threading
 from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
+from functools import lru_cache
 from itertools import islice
 
 import msgspec
@@ -96,7 +97,7 @@ def decide(packet: Packet, now: datetime, *, relay_running: bool) -> AnyEventDat
     if deadline is not None and is_due(deadline_due(packet), now):
         return BlockerOpened(blocker_id=next_blocker_id(packet),
                              kind=BlockerKind.DEADLINE_PASSED,
-                             detail=f"the deadline {deadline:%Y-%m-%d %H:%M:%S}Z passed "
+                             detail=f"the deadline {_stamp(deadline)}Z passed "
                              f"while the run was {packet.state}")
     if packet.result is not None and is_due(review_due(packet), now):
         waited = format_duration((now - packet.result.submitted_at).total_seconds())
@@ -112,16 +113,31 @@ def decide(packet: Packet, now: datetime, *, relay_running: bool) -> AnyEventDat
 
 def silent_detail(packet: Packet, now: datetime) -> str:
     """Names the last heartbeat, the last note and the lease holder."""
+    since = last_sign_of_life(packet)
     heard = packet.progress.last_heartbeat
-    last = (f"last heartbeat {heard:%Y-%m-%d %H:%M:%S}Z" if heard
-            else f"no heartbeat since {last_sign_of_life(packet):%Y-%m-%d %H:%M:%S}Z")
-    quiet = format_duration((now - last_sign_of_life(packet)).total_seconds())
+    last = (f"last heartbeat {_stamp(heard)}Z" if heard
+            else f"no heartbeat since {_stamp(since)}Z")
+    quiet = format_duration((now - since).total_seconds())
     holder = (f"{packet.worker.actor} (epoch {packet.worker.epoch})" if packet.worker
               else "nobody")
     note = f'"{packet.progress.note}"' if packet.progress.note else "none"
-    limit = format_duration(packet.stop_rules.max_silence or 0)
+    limit = _silence_limit(packet.stop_rules.max_silence or 0)
     return (f"silent for {quiet} (max silence {limit}): {last}; last note: {note}; "
             f"lease holder: {holder}")
+
+
+@lru_cache(maxsize=64)
+def _silence_limit(seconds: float) -> str:
+    """A stop rule's max silence as a detail names it: a few values shared by many runs."""
+    return format_duration(seconds)
+
+
+def _stamp(moment: datetime) -> str:
+    """`moment` as `%Y-%m-%d %H:%M:%S` writes it. isoformat takes half the time; it pads a
+    year before 1000 to four digits, where strftime may not, so those years keep strftime."""
+    if moment.year < 1000:
+        return f"{moment:%Y-%m-%d %H:%M:%S}"
+    return moment.isoformat(" ", "seconds")[:19]
 
 
 def next_look(packet: Packet, now: datetime, *, relay_running: bool) -> datetime | None:
@@ -214,7 +230,9 @@ def _next_step(packet: Packet, selected: int, now: datetime,
     data = decide(packet, now, relay_running=running)
     if data is not None:
         return data
-    if packet.version != selected and not is_due(next_check_at(packet), now):
+    # nothing due: with no relay running, `decide` weighed every moment the next check is
+    # the first of, so the check has not come either (with one, an excused stall may have)
+    if packet.version != selected and not (running and is_due(next_check_at(packet), now)):
         return None
     return Deferral(run_id=packet.id, expected_version=packet.version,
                     at=next_look(packet, now, relay_running=running))

@@ -11,10 +11,9 @@ from typing import Any
 
 import msgspec
 
-from waypost.model import Packet, Watcher, WatcherRole
+from waypost.model import Packet, Watcher, WatcherRole, json_decoder
 
 PRUNE_BATCH = 500
-_packet_decoder = msgspec.json.Decoder(Packet)
 _WATCHER_COLUMNS = ("id, host, pid, interval_s, owner, started_at, last_beat, last_sweep,"
                     " expires_at, role")
 
@@ -93,7 +92,8 @@ def due_rows(db: sqlite3.Connection, *, now: datetime, owner: str | None,
               "after_at": after[0].timestamp() if after else None,
               "after_id": after[1] if after else None}
     sql = due_sql(owner=owner is not None, after=after is not None)
-    return [(_packet_decoder.decode(packet), head, _moment(due))
+    decode = json_decoder(Packet).decode
+    return [(decode(packet), head, datetime.fromtimestamp(due, UTC))  # _moment, inlined
             for packet, head, due in db.execute(sql, params).fetchall()]
 
 
