@@ -342,14 +342,30 @@ class PostgresStore(Store):
         with self._cursor(f"commit {len(writes)} writes", write=True) as cur:
             # the rows are locked: versions read now stay true until the commit
             applies = in_force(writes, watch_sql.lock_versions(cur, {w.run_id for w in writes}))
-            for write, applied in zip(writes, applies, strict=True):
-                if not applied:
-                    continue
-                if isinstance(write, RunWrite):
-                    self._write_run(cur, write)
-                else:
-                    watch_sql.defer_check(cur, write.run_id, write.expected_version, write.at)
+            runs = [w for w, a in zip(writes, applies, strict=True)
+                    if a and isinstance(w, RunWrite)]
+            later = [w for w, a in zip(writes, applies, strict=True)
+                     if a and isinstance(w, Deferral)]
+            # one pipelined executemany per statement, in page order: a run's writes chain
+            # from version to version, and its deferral (always its last) expects the
+            # version they leave. Every guard was checked above, so every row must match.
+            if runs:
+                cur.executemany(_UPDATE_RUN, [self._update_params(w) for w in runs])
+                self._expect_rows(cur, len(runs))
+                cur.executemany(f"INSERT INTO events ({_EVENT_COLUMNS})"
+                                " VALUES (%s, %s, %s, %s, %s, %s, %s)",
+                                [self._event_params(e) for w in runs for e in w.events])
+                outbox_sql.queue(cur, [item for w in runs for item in w.outbox])
+            if later:
+                watch_sql.defer_checks(cur, later)
+                self._expect_rows(cur, len(later))
         return applies
+
+    @staticmethod
+    def _expect_rows(cur: psycopg.Cursor[Any], count: int) -> None:
+        if cur.rowcount != count:
+            raise StoreError(f"a batch of {count} guarded writes changed {cur.rowcount} rows",
+                             hint="run the sweep again")
 
     def prune(self, *, before: datetime, states: Collection[State],
               blobs_before: datetime) -> Pruned:
