@@ -164,33 +164,64 @@ class SqliteStore(Store):
 
     def commit(self, run_id: str, expected_version: int, events: Sequence[Event],
                packet: Packet, outbox: Sequence[OutboxItem] = ()) -> None:
+        self.commit_write(RunWrite(run_id=run_id, expected_version=expected_version,
+                                   events=tuple(events), packet=packet, outbox=tuple(outbox)))
+
+    def commit_write(self, write: RunWrite) -> None:
         try:
             with self._write() as db:
-                self._commit_in(db, run_id, expected_version, events, packet, outbox)
+                self._commit_in(db, write)
         except sqlite3.Error as exc:
-            raise StoreError(f"cannot write run {run_id}: {exc}") from exc
+            raise StoreError(f"cannot write run {write.run_id}: {exc}") from exc
 
-    def _commit_in(self, db: sqlite3.Connection, run_id: str, expected_version: int,
-                   events: Sequence[Event], packet: Packet,
-                   outbox: Sequence[OutboxItem]) -> None:
-        version, state, owner, head, updated, due, body = self._columns(packet, events[-1])
-        # SQLite rewrites an index whenever its column is SET, even to the same value: owner
-        # and next_check_at are read back here and written only when they must change, so
-        # a heartbeat moves one index entry, the board's (state, updated_at).
-        row = db.execute(
-            "UPDATE runs SET version = ?, state = ?, head_hash = ?, updated_at = ?, packet = ?"
-            " WHERE id = ? AND version = ? RETURNING owner, next_check_at",
-            (version, state, head, updated, body, run_id, expected_version),
-        ).fetchone()
+    def _commit_in(self, db: sqlite3.Connection, write: RunWrite) -> None:
+        """Commit one write inside the caller's transaction, under its version guard."""
+        row = db.execute("SELECT version, owner, next_check_at FROM runs WHERE id = ?",
+                         (write.run_id,)).fetchone()
         if row is None:
-            self._explain_miss(db, run_id, expected_version)
-        if row[0] != owner:
-            db.execute("UPDATE runs SET owner = ? WHERE id = ?", (owner, run_id))
-        if check_moves(row[1], due, now=packet.updated_at.timestamp()):
-            db.execute("UPDATE runs SET next_check_at = ? WHERE id = ?", (due, run_id))
-        self._insert_events(db, events)
-        if outbox:
-            sqlite_outbox.queue(db, outbox)
+            raise NotFound(f"no run {write.run_id}", hint="list runs with: waypost ls")
+        if row[0] != write.expected_version:
+            raise VersionConflict(
+                f"run {write.run_id} is at version {row[0]}, not {write.expected_version}: "
+                "another write came first", hint=f"read it again: waypost show {write.run_id}")
+        self._write_runs(db, [write], {write.run_id: row})
+
+    def _write_runs(self, db: sqlite3.Connection, writes: Sequence[RunWrite],
+                    stored: dict[str, tuple[int, str, float | None]]) -> None:
+        """Write runs whose version guards were checked in this transaction, in order (a
+        run's writes may chain). `stored`: each run's version, owner and next check as read,
+        kept current as the writes go.
+
+        SQLite rewrites an index whenever its column is SET, even to the same value: owner
+        and next_check_at are written only when they must change (`check_moves`), so a
+        heartbeat moves one index entry, the board's (state, updated_at)."""
+        if not writes:
+            return
+        runs, owners, checks = [], [], []
+        for w in writes:
+            version, state, owner, head, updated, due, body = self._columns(w.packet,
+                                                                            w.events[-1])
+            _, was_owner, was_due = stored[w.run_id]
+            runs.append((version, state, head, updated, body, w.run_id, w.expected_version))
+            if owner != was_owner:
+                owners.append((owner, w.run_id))
+            if check_moves(was_due, due, now=w.packet.updated_at.timestamp()):
+                checks.append((due, w.run_id))
+                was_due = due
+            stored[w.run_id] = (version, owner, was_due)
+        changed = db.executemany(
+            "UPDATE runs SET version = ?, state = ?, head_hash = ?, updated_at = ?, packet = ?"
+            " WHERE id = ? AND version = ?", runs).rowcount
+        if changed != len(runs):
+            raise StoreError(f"{len(runs)} guarded run writes changed {changed} rows")
+        if owners:
+            db.executemany("UPDATE runs SET owner = ? WHERE id = ?", owners)
+        if checks:
+            db.executemany("UPDATE runs SET next_check_at = ? WHERE id = ?", checks)
+        self._insert_events(db, [e for w in writes for e in w.events])
+        items = [item for w in writes for item in w.outbox]
+        if items:
+            sqlite_outbox.queue(db, items)
 
     @staticmethod
     def _columns(packet: Packet, last: Event) -> tuple[int, str, str, str, str, float | None,
@@ -200,16 +231,6 @@ class SqliteStore(Store):
         return (packet.version, packet.state.value, packet.owner, last.hash,
                 packet.updated_at.isoformat(), due.timestamp() if due else None,
                 to_json(packet).decode())
-
-    @staticmethod
-    def _explain_miss(db: sqlite3.Connection, run_id: str, expected: int) -> None:
-        row = db.execute("SELECT version FROM runs WHERE id = ?", (run_id,)).fetchone()
-        if row is None:
-            raise NotFound(f"no run {run_id}", hint="list runs with: waypost ls")
-        raise VersionConflict(
-            f"run {run_id} is at version {row[0]}, not {expected}: another write came first",
-            hint=f"read it again: waypost show {run_id}",
-        )
 
     @staticmethod
     def _insert_events(db: sqlite3.Connection, events: Sequence[Event]) -> None:
@@ -307,8 +328,7 @@ class SqliteStore(Store):
         with self._writing(f"finish delivery {key}") as db:
             sqlite_outbox.finish(db, key, relay, at=at, receipt=receipt, error=error)
             if write is not None:
-                self._commit_in(db, write.run_id, write.expected_version, write.events,
-                                write.packet, write.outbox)
+                self._commit_in(db, write)
             return sqlite_outbox.get(db, key)
 
     def deliveries(self, run_ids: Collection[str]) -> list[Delivery]:
@@ -364,17 +384,14 @@ class SqliteStore(Store):
         if not writes:
             return []
         with self._writing(f"commit {len(writes)} writes") as db:
-            # the write lock is held: versions read now stay true until the commit
-            applies = in_force(writes, sqlite_watch.versions(db, {w.run_id for w in writes}))
-            for write, applied in zip(writes, applies, strict=True):
-                if not applied:
-                    continue
-                if isinstance(write, RunWrite):
-                    self._commit_in(db, write.run_id, write.expected_version, write.events,
-                                    write.packet, write.outbox)
-                else:
-                    sqlite_watch.defer_check(db, write.run_id, write.expected_version,
-                                             write.at)
+            # the write lock is held: rows read now stay true until the commit
+            stored = sqlite_watch.stored_runs(db, {w.run_id for w in writes})
+            applies = in_force(writes, {run_id: row[0] for run_id, row in stored.items()})
+            applied = [w for w, a in zip(writes, applies, strict=True) if a]
+            # each kind of statement once for the page, in page order: a run's writes chain,
+            # and its deferral (always its last) expects the version they leave
+            self._write_runs(db, [w for w in applied if isinstance(w, RunWrite)], stored)
+            sqlite_watch.defer_checks(db, [w for w in applied if isinstance(w, Deferral)])
         return applies
 
     def prune(self, *, before: datetime, states: Collection[State],

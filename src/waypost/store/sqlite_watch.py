@@ -12,6 +12,7 @@ from typing import Any
 import msgspec
 
 from waypost.model import Packet, Watcher, WatcherRole, json_decoder
+from waypost.store.base import Deferral
 
 PRUNE_BATCH = 500
 _WATCHER_COLUMNS = ("id, host, pid, interval_s, owner, started_at, last_beat, last_sweep,"
@@ -97,20 +98,31 @@ def due_rows(db: sqlite3.Connection, *, now: datetime, owner: str | None,
             for packet, head, due in db.execute(sql, params).fetchall()]
 
 
+_DEFER = "UPDATE runs SET next_check_at = ? WHERE id = ? AND version = ?"
+
+
 def defer_check(db: sqlite3.Connection, run_id: str, expected_version: int,
                 at: datetime | None) -> bool:
-    cur = db.execute("UPDATE runs SET next_check_at = ? WHERE id = ? AND version = ?",
-                     (at.timestamp() if at else None, run_id, expected_version))
+    cur = db.execute(_DEFER, (at.timestamp() if at else None, run_id, expected_version))
     return cur.rowcount == 1
 
 
-def versions(db: sqlite3.Connection, run_ids: Collection[str]) -> dict[str, int]:
-    """The stored version of each of these runs (unknown ids are left out): one query
-    through the primary key, the ids passed as one JSON array however many there are."""
-    rows = db.execute("SELECT id, version FROM runs WHERE id IN"
+def defer_checks(db: sqlite3.Connection, deferrals: Sequence[Deferral]) -> None:
+    """`defer_check` for many runs in one statement."""
+    if deferrals:
+        db.executemany(_DEFER, [(d.at.timestamp() if d.at else None, d.run_id,
+                                 d.expected_version) for d in deferrals])
+
+
+def stored_runs(db: sqlite3.Connection,
+                run_ids: Collection[str]) -> dict[str, tuple[int, str, float | None]]:
+    """The stored version, owner and next check of each of these runs (unknown ids are
+    left out): one query through the primary key, the ids passed as one JSON array however
+    many there are."""
+    rows = db.execute("SELECT id, version, owner, next_check_at FROM runs WHERE id IN"
                       " (SELECT value FROM json_each(?))",
                       (msgspec.json.encode(list(run_ids)).decode(),))
-    return dict(rows.fetchall())
+    return {row[0]: (row[1], row[2], row[3]) for row in rows}
 
 
 # --- retention ----------------------------------------------------------------------------
