@@ -151,10 +151,10 @@ class Store(ABC):
         """The current packet and its head hash, or NotFound."""
 
     @abstractmethod
-    def commit(self, run_id: str, expected_version: int, events: Sequence[Event],
-               packet: Packet, outbox: Sequence[OutboxItem] = ()) -> None:
-        """Append `events`, replace the packet and queue `outbox` rows, all in one
-        transaction, if the packet's version is still `expected_version`.
+    def commit_write(self, write: RunWrite) -> None:
+        """Append the write's events, replace the packet and queue its outbox rows, all in
+        one transaction, if the packet's version is still `write.expected_version`: the one
+        write primitive (`history.prepare` decides what goes in it).
 
         Raises VersionConflict when another write came first, NotFound for no such run.
         An outbox key that already exists is kept as it is (never queued twice), with one
@@ -164,10 +164,11 @@ class Store(ABC):
         `attempts`, `last_error`, `created_at` and `event_seq` are kept.
         """
 
-    def commit_write(self, write: RunWrite) -> None:
-        """`commit` a write decided by `history.prepare`."""
-        self.commit(write.run_id, write.expected_version, write.events, write.packet,
-                    write.outbox)
+    def commit(self, run_id: str, expected_version: int, events: Sequence[Event],
+               packet: Packet, outbox: Sequence[OutboxItem] = ()) -> None:
+        """`commit_write`, from the write's parts."""
+        self.commit_write(RunWrite(run_id=run_id, expected_version=expected_version,
+                                   events=tuple(events), packet=packet, outbox=tuple(outbox)))
 
     @abstractmethod
     def events(self, run_id: str) -> list[Event]:

@@ -31,7 +31,6 @@ from waypost.model import (
     TERMINAL,
     Delivery,
     Event,
-    OutboxItem,
     Packet,
     RelayInfo,
     State,
@@ -152,29 +151,33 @@ class PostgresStore(Store):
             )
         return self.load(row[0]).packet, False
 
-    def commit(self, run_id: str, expected_version: int, events: Sequence[Event],
-               packet: Packet, outbox: Sequence[OutboxItem] = ()) -> None:
-        write = RunWrite(run_id=run_id, expected_version=expected_version,
-                         events=tuple(events), packet=packet, outbox=tuple(outbox))
+    def commit_write(self, write: RunWrite) -> None:
         if len(write.events) == 1 and not write.outbox:
             # the common write (a heartbeat): one statement, its own transaction, one round
             # trip instead of four (BEGIN, UPDATE, INSERT, COMMIT)
-            with self._cursor(f"write run {run_id}", write=False) as cur:
+            with self._cursor(f"write run {write.run_id}", write=False) as cur:
                 cur.execute(f"WITH moved AS ({_UPDATE_RUN} RETURNING id) INSERT INTO events"
                             f" ({_EVENT_COLUMNS}) SELECT id, %s, %s, %s, %s, %s, %s FROM moved",
-                            (*self._update_params(write), *self._event_params(events[0])[1:]))
+                            (*self._update_params(write),
+                             *self._event_params(write.events[0])[1:]))
                 if cur.rowcount != 1:
-                    self._explain_miss(cur, run_id, expected_version)
+                    self._explain_miss(cur, write.run_id, write.expected_version)
             return
-        with self._cursor(f"write run {run_id}", write=True) as cur:
-            self._write_run(cur, write)
+        with self._cursor(f"write run {write.run_id}", write=True) as cur:
+            self._write_runs(cur, [write])
 
-    def _write_run(self, cur: psycopg.Cursor[Any], write: RunWrite) -> None:
-        cur.execute(_UPDATE_RUN, self._update_params(write))
-        if cur.rowcount != 1:
-            self._explain_miss(cur, write.run_id, write.expected_version)
-        self._insert_events(cur, write.events)
-        outbox_sql.queue(cur, write.outbox)
+    def _write_runs(self, cur: psycopg.Cursor[Any], writes: Sequence[RunWrite]) -> None:
+        """Write runs in order (a run's writes may chain), each kind of statement once, as
+        one pipelined batch. One write's guard is checked here; a page's (several writes)
+        were checked under row locks before, so every row must match."""
+        cur.executemany(_UPDATE_RUN, [self._update_params(w) for w in writes])
+        if cur.rowcount != len(writes):
+            if len(writes) == 1:
+                self._explain_miss(cur, writes[0].run_id, writes[0].expected_version)
+            raise StoreError(f"a batch of {len(writes)} guarded writes changed {cur.rowcount}"
+                             " rows", hint="run the sweep again")
+        self._insert_events(cur, [e for w in writes for e in w.events])
+        outbox_sql.queue(cur, [item for w in writes for item in w.outbox])
 
     def _update_params(self, write: RunWrite) -> tuple[object, ...]:
         version, state, owner, head, updated, due, *packet = self._columns(
@@ -199,9 +202,9 @@ class PostgresStore(Store):
 
     @staticmethod
     def _insert_events(cur: psycopg.Cursor[Any], events: Sequence[Event]) -> None:
-        for e in events:  # one or two: plain statements beat executemany's pipeline here
-            cur.execute(f"INSERT INTO events ({_EVENT_COLUMNS})"
-                        " VALUES (%s, %s, %s, %s, %s, %s, %s)", PostgresStore._event_params(e))
+        cur.executemany(f"INSERT INTO events ({_EVENT_COLUMNS})"
+                        " VALUES (%s, %s, %s, %s, %s, %s, %s)",
+                        [PostgresStore._event_params(e) for e in events])
 
     @staticmethod
     def _event_params(e: Event) -> tuple[object, ...]:
@@ -289,7 +292,7 @@ class PostgresStore(Store):
         with self._cursor(f"settle delivery {key}", write=True) as cur:
             settled = outbox_sql.finish(cur, key, relay, at=at, receipt=receipt, error=error)
             if write is not None:
-                self._write_run(cur, write)
+                self._write_runs(cur, [write])
         return settled
 
     def deliveries(self, run_ids: Collection[str]) -> list[Delivery]:
@@ -346,26 +349,15 @@ class PostgresStore(Store):
                     if a and isinstance(w, RunWrite)]
             later = [w for w, a in zip(writes, applies, strict=True)
                      if a and isinstance(w, Deferral)]
-            # one pipelined executemany per statement, in page order: a run's writes chain
-            # from version to version, and its deferral (always its last) expects the
-            # version they leave. Every guard was checked above, so every row must match.
+            # a run's deferral (always its last write) expects the version its writes leave
             if runs:
-                cur.executemany(_UPDATE_RUN, [self._update_params(w) for w in runs])
-                self._expect_rows(cur, len(runs))
-                cur.executemany(f"INSERT INTO events ({_EVENT_COLUMNS})"
-                                " VALUES (%s, %s, %s, %s, %s, %s, %s)",
-                                [self._event_params(e) for w in runs for e in w.events])
-                outbox_sql.queue(cur, [item for w in runs for item in w.outbox])
+                self._write_runs(cur, runs)
             if later:
                 watch_sql.defer_checks(cur, later)
-                self._expect_rows(cur, len(later))
+                if cur.rowcount != len(later):
+                    raise StoreError(f"{len(later)} guarded deferrals changed {cur.rowcount}"
+                                     " rows", hint="run the sweep again")
         return applies
-
-    @staticmethod
-    def _expect_rows(cur: psycopg.Cursor[Any], count: int) -> None:
-        if cur.rowcount != count:
-            raise StoreError(f"a batch of {count} guarded writes changed {cur.rowcount} rows",
-                             hint="run the sweep again")
 
     def prune(self, *, before: datetime, states: Collection[State],
               blobs_before: datetime) -> Pruned:

@@ -25,7 +25,6 @@ from waypost.model import (
     TERMINAL,
     Delivery,
     Event,
-    OutboxItem,
     Packet,
     RelayInfo,
     State,
@@ -161,11 +160,6 @@ class SqliteStore(Store):
                 hint=f"use a new key, or inspect the first run: waypost show {run_id}",
             )
         return self.load(run_id).packet
-
-    def commit(self, run_id: str, expected_version: int, events: Sequence[Event],
-               packet: Packet, outbox: Sequence[OutboxItem] = ()) -> None:
-        self.commit_write(RunWrite(run_id=run_id, expected_version=expected_version,
-                                   events=tuple(events), packet=packet, outbox=tuple(outbox)))
 
     def commit_write(self, write: RunWrite) -> None:
         try:
