@@ -10,6 +10,7 @@ from typing import Self, TypeVar
 
 import msgspec
 
+from waypost.errors import StaleLease
 from waypost.model import Delivery, Event, OutboxItem, Packet, RelayInfo, State, Watcher
 
 _Moment = TypeVar("_Moment", float, datetime)  # unix time (SQLite) or datetime (PostgreSQL)
@@ -28,6 +29,17 @@ def check_moves(stored: _Moment | None, due: _Moment | None, *, now: _Moment) ->
     if stored is None or due is None:
         return True
     return due < stored or stored <= now
+
+
+def lost_lease(current: Delivery, relay: str) -> StaleLease:
+    """The error for a relay finishing or retrying a delivery it no longer holds, as it
+    stands now (`current`)."""
+    now_with = (f"{current.lease_owner} holds it now" if current.lease_owner
+                else f"it is {current.status}")
+    return StaleLease(
+        f"relay {relay} no longer holds delivery {current.key}: {now_with}",
+        hint=f"nothing to do: see where it stands with: waypost show {current.run_id}",
+    )
 
 
 class Snapshot:

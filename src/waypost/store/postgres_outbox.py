@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from datetime import datetime, timedelta
-from typing import Any, NoReturn
+from typing import Any
 
 import psycopg
 
-from waypost.errors import NotFound, StaleLease
+from waypost.errors import NotFound
 from waypost.model import Delivery, DeliveryStatus, OutboxItem, Purpose, RelayInfo
+from waypost.store.base import lost_lease
 
 Cursor = psycopg.Cursor[Any]
 _COLUMNS = ("key, run_id, purpose, topic, target, event_seq, created_at, queued_at, status,"
@@ -72,23 +73,13 @@ def claim(cur: Cursor, relay: str, *, now: datetime, lease_s: float,
     return sorted((from_row(r) for r in rows), key=lambda d: (d.next_attempt_at, d.key))
 
 
-def _explain_lost_lease(cur: Cursor, key: str, relay: str) -> NoReturn:
-    current = get(cur, key)
-    now_with = (f"{current.lease_owner} holds it now" if current.lease_owner
-                else f"it is {current.status}")
-    raise StaleLease(
-        f"relay {relay} no longer holds delivery {key}: {now_with}",
-        hint=f"nothing to do: see where it stands with: waypost show {current.run_id}",
-    )
-
-
 def retry(cur: Cursor, key: str, relay: str, *, error: str, retry_at: datetime) -> Delivery:
     row = cur.execute(
         "UPDATE outbox SET next_attempt_at = %s, last_error = %s, lease_owner = NULL,"
         f" lease_expires_at = NULL WHERE {_HELD} RETURNING {_COLUMNS}",
         (retry_at, error, key, relay)).fetchone()
     if row is None:
-        _explain_lost_lease(cur, key, relay)
+        raise lost_lease(get(cur, key), relay)
     return from_row(row)
 
 
@@ -105,7 +96,7 @@ def finish(cur: Cursor, key: str, relay: str, *, at: datetime, receipt: str | No
             f" lease_owner = NULL, lease_expires_at = NULL WHERE {_HELD} RETURNING {_COLUMNS}",
             (error, key, relay)).fetchone()
     if row is None:
-        _explain_lost_lease(cur, key, relay)
+        raise lost_lease(get(cur, key), relay)
     return from_row(row)
 
 

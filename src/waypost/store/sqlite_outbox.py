@@ -11,8 +11,9 @@ from collections.abc import Collection, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from waypost.errors import NotFound, StaleLease
+from waypost.errors import NotFound
 from waypost.model import Delivery, DeliveryStatus, OutboxItem, Purpose, RelayInfo
+from waypost.store.base import lost_lease
 
 _COLUMNS = ("key, run_id, purpose, topic, target, event_seq, created_at, queued_at, status,"
             " attempts, next_attempt_at, last_attempt_at, lease_owner, lease_expires_at,"
@@ -80,23 +81,13 @@ def claim(db: sqlite3.Connection, relay: str, *, now: datetime, lease_s: float,
     return [get(db, key) for key in keys]
 
 
-def _explain_lost_lease(db: sqlite3.Connection, key: str, relay: str) -> None:
-    current = get(db, key)
-    now_with = (f"{current.lease_owner} holds it now" if current.lease_owner
-                else f"it is {current.status}")
-    raise StaleLease(
-        f"relay {relay} no longer holds delivery {key}: {now_with}",
-        hint=f"nothing to do: see where it stands with: waypost show {current.run_id}",
-    )
-
-
 def retry(db: sqlite3.Connection, key: str, relay: str, *, error: str,
           retry_at: datetime) -> Delivery:
     cur = db.execute(
         "UPDATE outbox SET next_attempt_at = ?, last_error = ?, lease_owner = NULL,"
         f" lease_expires_at = NULL WHERE {_HELD}", (retry_at.timestamp(), error, key, relay))
     if cur.rowcount != 1:
-        _explain_lost_lease(db, key, relay)
+        raise lost_lease(get(db, key), relay)
     return get(db, key)
 
 
@@ -111,7 +102,7 @@ def finish(db: sqlite3.Connection, key: str, relay: str, *, at: datetime,
             "UPDATE outbox SET status = 'failed', last_error = COALESCE(?, last_error),"
             f" lease_owner = NULL, lease_expires_at = NULL WHERE {_HELD}", (error, key, relay))
     if cur.rowcount != 1:
-        _explain_lost_lease(db, key, relay)
+        raise lost_lease(get(db, key), relay)
 
 
 def of_runs(db: sqlite3.Connection, run_ids: Collection[str]) -> list[Delivery]:
