@@ -97,7 +97,7 @@ def decide(packet: Packet, now: datetime, *, relay_running: bool) -> AnyEventDat
     if deadline is not None and is_due(deadline_due(packet), now):
         return BlockerOpened(blocker_id=next_blocker_id(packet),
                              kind=BlockerKind.DEADLINE_PASSED,
-                             detail=f"the deadline {_stamp(deadline)}Z passed "
+                             detail=f"the deadline {deadline:%Y-%m-%d %H:%M:%S}Z passed "
                              f"while the run was {packet.state}")
     if packet.result is not None and is_due(review_due(packet), now):
         waited = format_duration((now - packet.result.submitted_at).total_seconds())
@@ -115,8 +115,8 @@ def silent_detail(packet: Packet, now: datetime) -> str:
     """Names the last heartbeat, the last note and the lease holder."""
     since = last_sign_of_life(packet)
     heard = packet.progress.last_heartbeat
-    last = (f"last heartbeat {_stamp(heard)}Z" if heard
-            else f"no heartbeat since {_stamp(since)}Z")
+    last = (f"last heartbeat {heard:%Y-%m-%d %H:%M:%S}Z" if heard
+            else f"no heartbeat since {since:%Y-%m-%d %H:%M:%S}Z")
     quiet = format_duration((now - since).total_seconds())
     holder = (f"{packet.worker.actor} (epoch {packet.worker.epoch})" if packet.worker
               else "nobody")
@@ -130,14 +130,6 @@ def silent_detail(packet: Packet, now: datetime) -> str:
 def _silence_limit(seconds: float) -> str:
     """A stop rule's max silence as a detail names it: a few values shared by many runs."""
     return format_duration(seconds)
-
-
-def _stamp(moment: datetime) -> str:
-    """`moment` as `%Y-%m-%d %H:%M:%S` writes it. isoformat takes half the time; it pads a
-    year before 1000 to four digits, where strftime may not, so those years keep strftime."""
-    if moment.year < 1000:
-        return f"{moment:%Y-%m-%d %H:%M:%S}"
-    return moment.isoformat(" ", "seconds")[:19]
 
 
 def next_look(packet: Packet, now: datetime, *, relay_running: bool) -> datetime | None:
