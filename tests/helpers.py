@@ -1,9 +1,14 @@
-"""Shared test helpers: an injectable clock and an in-process CLI runner."""
+"""Shared test helpers: an injectable clock, an in-process CLI runner and real `waypost`
+processes."""
 
 from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -72,3 +77,28 @@ class Cli:
         outcome = self(*args, actor=actor, epoch=epoch)
         assert outcome.code == 0, f"waypost {' '.join(args)} → {outcome.code}: {outcome.err}"
         return outcome.out.strip()
+
+
+Spawn = Callable[..., subprocess.Popen[str]]
+
+
+@contextmanager
+def waypost_processes(store: str) -> Iterator[Spawn]:
+    """`spawn(VERB, …, env=None)` starts `waypost VERB … --store STORE` as a real process;
+    whatever is still running at the end is killed."""
+    started: list[subprocess.Popen[str]] = []
+
+    def spawn(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+        proc = subprocess.Popen([sys.executable, "-m", "waypost", *args, "--store", store],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env=env)
+        started.append(proc)
+        return proc
+
+    try:
+        yield spawn
+    finally:
+        for proc in started:
+            if proc.poll() is None:
+                proc.kill()
+            proc.communicate(timeout=10)

@@ -8,7 +8,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -17,14 +16,13 @@ from typing import Any
 import pytest
 
 from tests.delivery_support import Request, WebhookServer, approved_run, new_secret
-from tests.helpers import FakeClock
+from tests.helpers import FakeClock, Spawn, waypost_processes
 from waypost import outbox, runs
 from waypost.durations import utcnow
 from waypost.model import BlockerKind, Kind, State
 from waypost.store import Store, open_store
 
 INTERVAL = 1.0  # each watcher's --interval; its lease is three of them
-Spawn = Callable[..., subprocess.Popen[str]]
 
 
 @pytest.fixture
@@ -35,21 +33,8 @@ def store(pg_url: str) -> Iterator[Store]:
 
 @pytest.fixture
 def spawn(pg_url: str) -> Iterator[Spawn]:
-    """Starts `waypost VERB …` on the test's store; kills what is still running at the end."""
-    started: list[subprocess.Popen[str]] = []
-
-    def run(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
-        proc = subprocess.Popen([sys.executable, "-m", "waypost", *args, "--store", pg_url],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                env=env)
-        started.append(proc)
-        return proc
-
-    yield run
-    for proc in started:
-        if proc.poll() is None:
-            proc.kill()
-        proc.communicate(timeout=10)
+    with waypost_processes(pg_url) as run:
+        yield run
 
 
 def _wait_for(check: Callable[[], bool], seconds: float, what: str) -> float:

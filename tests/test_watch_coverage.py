@@ -3,10 +3,10 @@ it; otherwise `show`, `ls` and the JSON packet say unwatched."""
 
 from __future__ import annotations
 
+import functools
 import signal
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from datetime import timedelta
@@ -15,7 +15,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from tests.helpers import Cli, FakeClock
+from tests.helpers import Cli, FakeClock, Spawn, waypost_processes
 from waypost.liveness import UNWATCHED, observe
 from waypost.model import Kind, Packet, State, Watcher
 from waypost.runs import start
@@ -89,21 +89,10 @@ def test_show_ls_and_json_say_unwatched_until_a_cron_sweep_registers(cli: Cli) -
 
 
 @pytest.fixture
-def spawn(cli: Cli) -> Iterator[Callable[..., subprocess.Popen[str]]]:
-    started: list[subprocess.Popen[str]] = []
-
-    def run(*args: str) -> subprocess.Popen[str]:
-        proc = subprocess.Popen([sys.executable, "-m", "waypost", "watch", "--store",
-                                 str(cli.store), *args], stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
-        started.append(proc)
-        return proc
-
-    yield run
-    for proc in started:
-        if proc.poll() is None:
-            proc.kill()
-        proc.communicate(timeout=10)
+def spawn(cli: Cli) -> Iterator[Spawn]:
+    """Starts `waypost watch …` on the test's store."""
+    with waypost_processes(str(cli.store)) as run:
+        yield functools.partial(run, "watch")
 
 
 def _watched_by(cli: Cli, run: str) -> str | None:
