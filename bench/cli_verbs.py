@@ -68,8 +68,8 @@ def environment_note() -> str:
     return ("measured with the bench's own interpreter and packages (the same startup and, "
             "for these verbs, the same imports as a runtime-only `pip install -e .`); "
             f"typing_extensions is {'installed' if found else 'absent'}: msgspec imports it "
-            "when installed (about 10 ms), and httpx brings it in through anyio on "
-            "Python < 3.15, so a runtime-only install has it too")
+            "when installed (about 10 ms; httpx brings it in, so every install has it), and "
+            "the hot verbs hide it while msgspec loads (waypost.entry), as both floors here do")
 
 
 def light_verbs(script: str, run_id: str, env: Mapping[str, str]) -> Target:

@@ -1,6 +1,6 @@
 """The hot verbs stay light: no HTTP, MCP or PostgreSQL stack is imported, nor click (a
-plainly written hot verb runs on the fast path of `waypost.cli`), and the packet's decoder
-is cheap to build."""
+plainly written hot verb runs on the fast path of `waypost.cli`), nor the costly standard
+modules that waypost itself could do without, and the packet's decoder is cheap to build."""
 
 from __future__ import annotations
 
@@ -11,10 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from waypost import model
+from waypost import cli, entry, model
 
 HEAVY = ("httpx", "litestar", "mcp", "psycopg", "psycopg_pool", "jinja2", "detect_secrets",
          "uvicorn", "anyio")
+# ~20 ms between them: typing_extensions (see waypost.entry), hashlib (OpenSSL), pathlib
+# (urllib.parse, ipaddress), threading
+AVOIDABLE = ("typing_extensions", "hashlib", "_hashlib", "pathlib", "threading")
 
 
 def imported_modules(args: list[str], store: Path) -> set[str]:
@@ -55,6 +58,63 @@ def test_hot_verbs_import_nothing_heavy(run_in_store: tuple[Path, str], verb: li
     heavy = sorted(n for n in names if n.split(".")[0] in HEAVY)
     assert heavy == []
     assert sorted(n for n in names if n.split(".")[0] == "click") == []
+
+
+# `python -m waypost ...`, printing the modules loaded at exit (importtime also lists an
+# import that was refused, as typing_extensions is while msgspec loads)
+LOADED_AT_EXIT = (
+    "import atexit, runpy, sys\n"
+    "atexit.register(lambda: print(*sorted(n for n, m in sys.modules.items() if m),"
+    " file=sys.stderr))\n"
+    "sys.argv[0] = 'waypost'\n"
+    "runpy.run_module('waypost', run_name='__main__', alter_sys=True)\n")
+
+
+@pytest.mark.parametrize("verb", [
+    ["heartbeat", "{run}", "--note", "n"],
+    ["show", "{run}", "--json"],
+    ["block", "{run}", "--kind", "other", "--detail", "the printer is out of toner"],
+    ["ls"],
+])
+def test_hot_verbs_skip_costly_standard_modules(run_in_store: tuple[Path, str],
+                                                verb: list[str]) -> None:
+    store, run_id = run_in_store
+    env = {**os.environ, "WAYPOST_URL": str(store), "WAYPOST_ACTOR": "alice"}
+    proc = subprocess.run([sys.executable, "-c", LOADED_AT_EXIT,
+                           *[part.format(run=run_id) for part in verb]],
+                          capture_output=True, text=True, env=env, check=False)
+    assert proc.returncode == 0, proc.stderr
+    loaded = set(proc.stderr.split())
+    assert {"msgspec", "waypost.cli", "waypost.model"} <= loaded
+    assert sorted(loaded & set(AVOIDABLE)) == []
+
+
+def test_the_entry_knows_the_hot_verbs() -> None:
+    assert sorted(entry.HOT_VERBS) == sorted(cli.HOT)
+
+
+def test_msgspec_without_typing_extensions_reads_packets_the_same(
+        run_in_store: tuple[Path, str]) -> None:
+    """typing_extensions is hidden only while msgspec loads (it imports as usual after), and
+    msgspec reads and writes a packet byte for byte as it does with it."""
+    store, run_id = run_in_store
+    env = {**os.environ, "WAYPOST_URL": str(store), "WAYPOST_ACTOR": "alice"}
+    shown = subprocess.run([sys.executable, "-m", "waypost", "show", run_id, "--json"],
+                           capture_output=True, env=env, check=True).stdout
+    code = ("import sys\n"
+            "from waypost.entry import import_msgspec_without_typing_extensions as lean\n"
+            "lean()\n"
+            "assert 'msgspec' in sys.modules and 'typing_extensions' not in sys.modules\n"
+            "from waypost import model\n"
+            "packet = model.from_json(sys.stdin.buffer.read(), model.Packet)\n"
+            "import typing_extensions\n"
+            "sys.stdout.buffer.write(model.to_json(packet))\n")
+    lean = subprocess.run([sys.executable, "-c", code], input=shown, capture_output=True,
+                          check=False)
+    assert lean.returncode == 0, lean.stderr.decode()
+    assert "typing_extensions" in sys.modules  # this process loaded msgspec as usual
+    assert lean.stdout == model.to_json(model.from_json(shown, model.Packet))
+    assert b'"id":"' + run_id.encode() in lean.stdout
 
 
 def test_other_command_lines_go_through_click(run_in_store: tuple[Path, str]) -> None:

@@ -1,3 +1,3 @@
-from waypost.cli import main
+from waypost.entry import main
 
 raise SystemExit(main())

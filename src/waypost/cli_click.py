@@ -100,7 +100,7 @@ def init(ctx: Ctx) -> None:
     url = ctx.store_url or str(Path.cwd() / STORE_DIR / STORE_FILE)
     ctx.store_url = url
     store = ctx.store
-    folder = getattr(store, "path", Path(".")).parent
+    folder = Path(getattr(store, "path", ".")).parent
     if folder.name == STORE_DIR and not (folder / ".gitignore").exists():
         (folder / ".gitignore").write_text("*\n")
     ctx.emit({"store": store.url}, f"initialised {store.url}")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+import os
 from typing import Any
 
 import msgspec
@@ -26,25 +26,37 @@ class Config(msgspec.Struct, frozen=True, kw_only=True):
     path: str | None = None  # where the config was read from
 
 
-def find_config(start: Path | None = None) -> Path | None:
-    here = (start or Path.cwd()).resolve()
-    for folder in (here, *here.parents):
-        if (folder / CONFIG_FILE).is_file():
-            return folder / CONFIG_FILE
-    return None
+def find_upward(name: str, start: str | os.PathLike[str] | None = None) -> str | None:
+    """The file `name` (a relative path) in `start` (default: here) or the nearest parent
+    that has one. (os.path, not pathlib: pathlib costs every hot CLI call ~3 ms.)"""
+    folder = os.path.realpath(start or os.getcwd())
+    while True:
+        candidate = os.path.join(folder, name)
+        if os.path.isfile(candidate):
+            return candidate
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return None
+        folder = parent
 
 
-def load_config(start: Path | None = None) -> Config:
-    path = find_config(start)
-    if path is None:
-        return Config()
+def find_config(start: str | os.PathLike[str] | None = None) -> str | None:
+    return find_upward(CONFIG_FILE, start)
+
+
+def read_toml(path: str) -> dict[str, Any]:
     import tomllib
 
     try:
-        raw: dict[str, Any] = tomllib.loads(path.read_text("utf-8"))
-    except (OSError, tomllib.TOMLDecodeError) as exc:
+        with open(path, encoding="utf-8") as fh:
+            return tomllib.loads(fh.read())
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise InvalidInput(f"cannot read {path}: {exc}") from exc
-    return _from_table(raw, str(path))
+
+
+def load_config(start: str | os.PathLike[str] | None = None) -> Config:
+    path = find_config(start)
+    return Config() if path is None else _from_table(read_toml(path), path)
 
 
 def _from_table(raw: dict[str, Any], where: str) -> Config:

@@ -7,7 +7,6 @@ re-decides, so concurrent heartbeats never lose each other.
 
 from __future__ import annotations
 
-import hashlib
 import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
@@ -117,6 +116,8 @@ def with_default_gates(gates: Sequence[Gate], config: Config) -> tuple[Gate, ...
 
 
 def _fingerprint(*params: object) -> str:
+    import hashlib  # here: the hot verbs never start a run
+
     return hashlib.sha256(to_json([str(p) if isinstance(p, datetime) else p
                                    for p in params])).hexdigest()
 

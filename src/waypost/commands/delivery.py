@@ -75,8 +75,8 @@ def _project_root(ctx: Ctx) -> str | None:
     """The folder holding `.waypost/` for an embedded store: where `waypost start` recorded
     relative file: targets from, most likely."""
     path = getattr(ctx.store, "path", None)
-    if isinstance(path, Path) and path.parent.name == STORE_DIR:
-        return str(path.parent.parent)
+    if isinstance(path, str) and Path(path).parent.name == STORE_DIR:
+        return str(Path(path).parent.parent)
     return None
 
 

@@ -11,12 +11,11 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import Any
 
 import msgspec
 
-from waypost.config import find_config
+from waypost.config import find_config, read_toml
 from waypost.durations import parse_duration
 from waypost.errors import InvalidInput
 
@@ -44,7 +43,8 @@ class DeliverySettings(msgspec.Struct, frozen=True, kw_only=True):
         return self.timeout * 2 + 30.0
 
 
-def load_settings(start: Path | None = None, **overrides: Any) -> DeliverySettings:
+def load_settings(start: str | os.PathLike[str] | None = None,
+                  **overrides: Any) -> DeliverySettings:
     """`[delivery]` from waypost.toml, the secret from the environment, then `overrides`
     (CLI flags; None values are ignored)."""
     values: dict[str, Any] = {}
@@ -57,13 +57,8 @@ def load_settings(start: Path | None = None, **overrides: Any) -> DeliverySettin
     return DeliverySettings(**values)
 
 
-def _table(path: Path) -> dict[str, Any]:
-    import tomllib
-
-    try:
-        raw = tomllib.loads(path.read_text("utf-8")).get("delivery", {})
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise InvalidInput(f"cannot read {path}: {exc}") from exc
+def _table(path: str) -> dict[str, Any]:
+    raw = read_toml(path).get("delivery", {})
     unknown = set(raw) - {*_DURATIONS, "webhook_secret"}
     if unknown:
         raise InvalidInput(f"{path}: unknown key(s) in [delivery]: {', '.join(sorted(unknown))}",

@@ -5,9 +5,9 @@ up from the current directory (like `.git`)."""
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import TYPE_CHECKING
 
+from waypost.config import find_upward
 from waypost.errors import InvalidInput, NotFound
 from waypost.store.base import Snapshot, Store
 
@@ -22,13 +22,8 @@ __all__ = ["POSTGRES_SCHEMES", "STORE_DIR", "STORE_FILE", "Snapshot", "Store", "
            "open_postgres", "open_store", "sqlite_path"]
 
 
-def find_default(start: Path | None = None) -> Path | None:
-    here = (start or Path.cwd()).resolve()
-    for folder in (here, *here.parents):
-        candidate = folder / STORE_DIR / STORE_FILE
-        if candidate.is_file():
-            return candidate
-    return None
+def find_default(start: str | os.PathLike[str] | None = None) -> str | None:
+    return find_upward(os.path.join(STORE_DIR, STORE_FILE), start)
 
 
 def open_store(url: str | None = None) -> Store:
@@ -41,7 +36,7 @@ def open_store(url: str | None = None) -> Store:
                 "no waypost store here or in any parent directory",
                 hint="create one with: waypost init  (or set WAYPOST_URL / pass --store)",
             )
-        url = str(found)
+        url = found
     if url.startswith(POSTGRES_SCHEMES):
         return open_postgres(url)
     from waypost.store.sqlite import SqliteStore

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
-import threading
 import time
+from _thread import RLock  # what threading.RLock is, without importing threading
 from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
-from pathlib import Path
 
 import msgspec
 
@@ -48,7 +48,6 @@ from waypost.store.base import (
 SCHEMA_VERSION = 6
 BUSY_TIMEOUT_MS = 60_000
 _packet_decoder = json_decoder(Packet)  # shared with the watchdog's queries
-_event_decoder = json_decoder(Event)
 
 
 def _migrations() -> list[str]:
@@ -73,12 +72,12 @@ def run_script(db: sqlite3.Connection, script: str) -> None:
 class SqliteStore(Store):
     """One connection, guarded by a lock so threads may share the store."""
 
-    def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = os.fspath(path)  # a str: pathlib would cost every hot CLI call ~3 ms
         self.url = f"sqlite:///{self.path}"
-        self._lock = threading.RLock()
+        self._lock = RLock()
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
             self._db = sqlite3.connect(self.path, isolation_level=None,
                                        check_same_thread=False,
                                        timeout=BUSY_TIMEOUT_MS / 1000)
@@ -250,10 +249,10 @@ class SqliteStore(Store):
                                     (run_id,)).fetchall()
         if not rows:
             raise NotFound(f"no run {run_id}", hint="list runs with: waypost ls")
-        events = []
+        events, decoder = [], json_decoder(Event)  # built on first use: no hot verb reads events
         for seq, body in rows:
             try:
-                events.append(_event_decoder.decode(body))
+                events.append(decoder.decode(body))
             except msgspec.MsgspecError as exc:
                 raise IntegrityError(f"run {run_id} seq {seq}: unreadable event: {exc}") from exc
         return events

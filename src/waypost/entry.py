@@ -1,0 +1,37 @@
+"""The `waypost` executable: start-up work that must happen before the CLI loads.
+
+msgspec imports typing_extensions whenever it is installed (httpx brings it in, so every
+install has it), only for its versions of `get_type_hints`, `Required` and `NotRequired`,
+and uses `typing`'s when it is absent. waypost's records use nothing from typing_extensions,
+and importing it (with `inspect`, `ast` and `dis` behind it) costs ~9 ms: a sixth of a
+`waypost heartbeat`. So for the hot verbs the module is hidden while msgspec loads, and
+imports normally afterwards. Every other command, and any program that imports waypost as a
+library, loads msgspec untouched.
+"""
+
+import sys
+
+HOT_VERBS = ("heartbeat", "show", "block", "ls")  # `waypost.cli.HOT`; a test keeps them equal
+
+
+def main() -> int:
+    if len(sys.argv) > 1 and sys.argv[1] in HOT_VERBS:
+        import_msgspec_without_typing_extensions()
+    from waypost.cli import main as cli_main
+
+    return cli_main()
+
+
+def import_msgspec_without_typing_extensions() -> None:
+    """Import msgspec with typing_extensions hidden; a msgspec that cannot load without it
+    is imported again as usual."""
+    if "msgspec" in sys.modules or "typing_extensions" in sys.modules:
+        return
+    sys.modules["typing_extensions"] = None  # type: ignore[assignment]  # "import" refuses it
+    try:
+        import msgspec  # noqa: F401
+    except ImportError:
+        for name in [n for n in sys.modules if n.partition(".")[0] == "msgspec"]:
+            del sys.modules[name]
+    finally:
+        del sys.modules["typing_extensions"]
