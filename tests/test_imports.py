@@ -133,3 +133,20 @@ def test_record_annotations_are_evaluated() -> None:
                      for name, hint in vars(cls).get("__annotations__", {}).items()
                      if isinstance(hint, str))
     assert strings == []
+
+
+def test_one_shot_processes_hash_events_without_openssl() -> None:
+    """A hot verb's process hashes with Python's own SHA-256; a library keeps OpenSSL's."""
+    import hashlib
+
+    from waypost import history
+
+    assert history.sha256 is hashlib.sha256
+    code = ("import sys, waypost.entry as e; e.one_shot = True\n"
+            "from waypost import history\n"
+            "assert 'hashlib' not in sys.modules, 'OpenSSL was loaded'\n"
+            "print(history.sha256(b'waypost').hexdigest())\n")
+    lean = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=False)
+    assert lean.returncode == 0, lean.stderr
+    assert lean.stdout.strip() == hashlib.sha256(b"waypost").hexdigest()

@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Protocol, cast
 
-from waypost import outbox
+from waypost import entry, outbox
 from waypost.errors import IntegrityError, WaypostError
 from waypost.machine import apply
 from waypost.model import AnyEventData, Event, OutboxItem, Packet, from_json, to_json
@@ -20,21 +20,22 @@ class _Hash(Protocol):
     def hexdigest(self) -> str: ...
 
 
-def _builtin_sha256() -> Callable[[bytes], _Hash]:
-    """Python's own SHA-256 (the digest hashlib gives), so appending an event does not load
-    OpenSSL: that costs every hot CLI call ~3 ms, far more than the ~1.5 µs per event that
-    OpenSSL would save. hashlib's where a Python is built without it."""
-    for name in ("_sha2", "_sha256"):  # Python 3.12+, 3.11
-        try:
-            return cast(Callable[[bytes], _Hash], __import__(name).sha256)
-        except ImportError:
-            pass
+def _sha256() -> Callable[[bytes], _Hash]:
+    """OpenSSL's SHA-256 (hashlib), ~5x faster per event than Python's own; but loading
+    OpenSSL costs ~3 ms, a twentieth of a hot CLI call that hashes one event, so a one-shot
+    process takes Python's own (the same digest), where the Python has it."""
+    if entry.one_shot:
+        for name in ("_sha2", "_sha256"):  # Python 3.12+, 3.11
+            try:
+                return cast(Callable[[bytes], _Hash], __import__(name).sha256)
+            except ImportError:
+                pass
     from hashlib import sha256
 
     return sha256
 
 
-sha256 = _builtin_sha256()
+sha256 = _sha256()
 
 
 def event_hash(

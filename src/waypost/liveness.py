@@ -5,7 +5,7 @@ Nothing here is stored in the packet; `observe` is computed each time a packet i
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from functools import lru_cache
 
@@ -134,12 +134,22 @@ def next_check_at(packet: Packet, after: datetime | None = None) -> datetime | N
     if packet.kind is Kind.BOUNDED:
         return None
     earliest = None  # the first of equal moments wins, as with min()
-    for moment in (silent_due(packet), deadline_due(packet), review_due(packet),
-                   delivery_stall_due(packet)):
+    for due in _WATCHED_IN.get(packet.state, ()):
+        moment = due(packet)
         if (moment is not None and (after is None or moment > after)
                 and (earliest is None or moment < earliest)):
             earliest = moment
     return earliest
+
+
+# the due moments that can hold in each state (each returns None in the others), in the
+# order next_check_at weighs them: on every write, only these are worked out
+_WATCHED_IN: dict[State, tuple[Callable[[Packet], datetime | None], ...]] = {
+    State.IN_PROGRESS: (silent_due, deadline_due),
+    State.BLOCKED: (deadline_due,),
+    State.READY_FOR_REVIEW: (review_due,),
+    State.APPROVED: (delivery_stall_due,),
+}
 
 
 def delivery_line(packet: Packet, deliveries: Sequence[Delivery] = (),
