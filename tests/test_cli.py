@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import jsonschema
 import pytest
 
 from tests.helpers import Cli
+from waypost.errors import StoreError
+from waypost.store import STORE_DIR, STORE_FILE, find_default, open_store
 
 
 def start_long(cli: Cli, *extra: str) -> str:
@@ -200,6 +205,40 @@ def test_no_store_tells_you_to_init(cli: Cli, monkeypatch: pytest.MonkeyPatch,
     from waypost.cli import main
 
     assert main(["ls"]) == 4
+
+
+def test_the_store_is_found_upward_and_a_path_is_taken_as_written(tmp_path: Path) -> None:
+    store = tmp_path / "project" / STORE_DIR / STORE_FILE
+    deep = tmp_path / "project" / "src" / "pkg"
+    deep.mkdir(parents=True)
+    with open_store(f"{store}/") as made:  # a trailing slash names the same file
+        assert made.url == f"sqlite:///{store}"
+    with open_store(f"sqlite:///{tmp_path}/./project//{STORE_DIR}/{STORE_FILE}") as same:
+        assert same.url == f"sqlite:///{store}"
+    assert find_default(deep) == str(store)
+    assert find_default(tmp_path) is None
+    with pytest.raises(StoreError, match=r"cannot open the SQLite store at \.: "):
+        open_store("sqlite:///")  # not a throwaway in-memory database
+
+
+def test_an_unreadable_store_folder_is_an_error_not_a_reason_to_look_further_up(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    outer = tmp_path / STORE_DIR / STORE_FILE
+    inner = tmp_path / "project" / STORE_DIR / STORE_FILE
+    for path in (outer, inner):
+        path.parent.mkdir(parents=True)
+        path.write_bytes(b"")
+    real_stat = os.stat
+
+    def stat(path: str | os.PathLike[str], *args: Any, **kwargs: Any) -> os.stat_result:
+        if os.fspath(path) == str(inner):
+            raise PermissionError(errno.EACCES, "Permission denied", str(inner))
+        return real_stat(path, *args, **kwargs)
+
+    assert find_default(tmp_path / "project") == str(inner)
+    monkeypatch.setattr(os, "stat", stat)
+    with pytest.raises(PermissionError):
+        find_default(tmp_path / "project")
 
 
 def test_ls_shows_active_runs_and_filters(cli: Cli, run: str) -> None:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 from typing import Any
 
 import msgspec
@@ -32,12 +34,23 @@ def find_upward(name: str, start: str | os.PathLike[str] | None = None) -> str |
     folder = os.path.realpath(start or os.getcwd())
     while True:
         candidate = os.path.join(folder, name)
-        if os.path.isfile(candidate):
+        if _is_file(candidate):
             return candidate
         parent = os.path.dirname(folder)
         if parent == folder:
             return None
         folder = parent
+
+
+def _is_file(path: str) -> bool:
+    """`Path.is_file`: False where nothing is there, but a folder that cannot be read is an
+    error, not a reason to walk on to an outer store (os.path.isfile would hide it)."""
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except OSError as exc:
+        if exc.errno in (errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP):
+            return False
+        raise
 
 
 def find_config(start: str | os.PathLike[str] | None = None) -> str | None:

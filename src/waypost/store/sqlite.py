@@ -73,11 +73,16 @@ class SqliteStore(Store):
     """One connection, guarded by a lock so threads may share the store."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
-        self.path = os.fspath(path)  # a str: pathlib would cost every hot CLI call ~3 ms
+        # a str (pathlib costs every hot CLI call ~3 ms), tidied as Path() would: no trailing
+        # slash, and "" is "." (which SQLite refuses) rather than a throwaway database
+        self.path = os.path.normpath(os.fspath(path))
         self.url = f"sqlite:///{self.path}"
         self._lock = RLock()
         try:
             os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
+        except OSError as exc:
+            raise StoreError(f"cannot open the SQLite store at {self.path}: {exc}") from exc
+        try:
             self._db = sqlite3.connect(self.path, isolation_level=None,
                                        check_same_thread=False,
                                        timeout=BUSY_TIMEOUT_MS / 1000)
