@@ -72,3 +72,11 @@ def test_a_version_5_store_upgrades_and_every_run_still_verifies(
             " AND sql IS NOT NULL")}
     assert "WITHOUT ROWID" not in ddl
     assert indexes == {"runs_state_updated", "runs_owner", "runs_next_check"}
+
+
+def test_a_busy_store_is_waited_for_a_minute_and_writes_are_durable(tmp_path: Path) -> None:
+    with SqliteStore(tmp_path / "w.db") as store:
+        db = store._db
+        assert db.execute("PRAGMA busy_timeout").fetchone() == (60_000,)
+        assert db.execute("PRAGMA synchronous").fetchone() == (2,)  # FULL
+        assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)

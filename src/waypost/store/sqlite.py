@@ -85,8 +85,7 @@ class SqliteStore(Store):
         try:
             self._db = sqlite3.connect(self.path, isolation_level=None,
                                        check_same_thread=False,
-                                       timeout=BUSY_TIMEOUT_MS / 1000)
-            self._db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+                                       timeout=BUSY_TIMEOUT_MS / 1000)  # the busy timeout
             self._db.execute("PRAGMA synchronous = FULL")
             self._migrate()
         except sqlite3.Error as exc:
