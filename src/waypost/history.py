@@ -15,13 +15,12 @@ from waypost.store.base import RunWrite, Snapshot
 GENESIS = "0" * 64
 
 
-
 class _Hash(Protocol):
     def hexdigest(self) -> str: ...
 
 
 def _sha256() -> Callable[[bytes], _Hash]:
-    """OpenSSL's SHA-256 (hashlib), ~5x faster per event than Python's own; but loading
+    """OpenSSL's SHA-256 (hashlib), ~3x faster per event than Python's own; but loading
     OpenSSL costs ~3 ms, a twentieth of a hot CLI call that hashes one event, so a one-shot
     process takes Python's own (the same digest), where the Python has it."""
     if entry.one_shot:
