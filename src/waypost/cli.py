@@ -7,7 +7,8 @@ Every verb takes --json (one document on stdout; errors as {"error": {...}} on s
 The hot verbs (heartbeat, show, block, ls) are declared here as data. A command line that
 `cli_options.parse` fully understands runs without loading click; every other one, --help
 included, goes to the click commands in `cli_click`, which are built from the same
-declarations. Nothing here loads an HTTP, MCP or PostgreSQL stack.
+declarations. Nothing here loads an HTTP, MCP or PostgreSQL stack. The `waypost`
+executable reaches `main` through `waypost.entry`, which readies a hot verb's process first.
 """
 
 from __future__ import annotations
