@@ -44,6 +44,15 @@ def _with(url: str, **params: str) -> str:
     return f"{url}{'&' if '?' in url else '?'}{query}"
 
 
+def in_schema(schema: str) -> str:
+    """The store URL of a private schema on the bench's server."""
+    return _with(server_url(), schema=schema)
+
+
+def drop_schemas(*schemas: str) -> None:
+    _execute(*(f"DROP SCHEMA IF EXISTS {schema} CASCADE" for schema in schemas))
+
+
 def _execute(*statements: str) -> None:
     import psycopg
 
@@ -64,7 +73,7 @@ def run(*, rounds: int, seconds: float) -> Section:
              " body jsonb NOT NULL)")
     pools: list[writers.Pool] = []
     try:
-        store_url = _with(server_url(), schema=schema)
+        store_url = in_schema(schema)
         raw_url = _with(server_url(), options=f"-c search_path={raw_schema}")
         pools.append(writers.Pool(store_url, writers.claimed_runs(store_url, max(CLIENTS)),
                                   "waypost"))
@@ -74,8 +83,7 @@ def run(*, rounds: int, seconds: float) -> Section:
     finally:
         for pool in pools:
             pool.close()
-        _execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE",
-                 f"DROP SCHEMA IF EXISTS {raw_schema} CASCADE")
+        drop_schemas(schema, raw_schema)
     errors = pools[0].errors + pools[1].errors
     section.figures = [writers.with_errors(name, values, errors)
                        for name, values in samples.items()]

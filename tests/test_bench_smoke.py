@@ -4,12 +4,18 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from contextlib import ExitStack
 from pathlib import Path
 
+import psycopg
+import pytest
+
 import waypost
-from bench import board, durable, report
+from bench import board, durable, postgres, report, sweep
 from bench.harness import NOT_BUILT, NOT_MEASURED, Figure, Section, absent, interleave
 from bench.pending import exists
+from tests import pg
+from waypost.store.postgres import PostgresStore
 
 
 def test_interleave_rotates_the_order_and_keeps_samples_by_name() -> None:
@@ -79,3 +85,20 @@ def test_targets_pass_miss_and_not_built() -> None:
 def test_a_missing_module_is_reported_as_missing() -> None:
     assert exists("waypost.model")
     assert not exists("waypost.no_such_feature")
+
+
+def test_the_postgres_sweep_store_sweeps_what_it_made_due_and_drops_its_schema(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("WAYPOST_BENCH_POSTGRES_URL", pg.require_postgres())
+    with ExitStack() as stack:
+        swept = sweep.PostgresSweptStore(stored=12, due=4, stack=stack)
+        assert (swept.recorded, swept.examined) == (4, 4)  # the warm-up sweep
+        assert swept.sweep_once() > 0
+        assert (swept.recorded, swept.examined) == (4, 4)  # the first four are blocked now
+        assert isinstance(swept.store, PostgresStore)
+        schema = swept.store.schema
+        assert len(swept.store.run_ids()) == 12 + 4
+    with psycopg.connect(postgres.server_url()) as conn:
+        left = conn.execute("SELECT count(*) FROM pg_namespace WHERE nspname = %s",
+                            (schema,)).fetchone()
+    assert left == (0,)
