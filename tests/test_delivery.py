@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shlex
 import sys
+from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 
@@ -31,8 +32,9 @@ SECRETS_IN_PRIVATE = ("ACME-7731", "build-17.corp.internal", "bob@acme-corp.exam
 
 
 @pytest.fixture
-def db(tmp_path: Path) -> Store:
-    return open_store(str(tmp_path / "w.db"))
+def db(tmp_path: Path) -> Iterator[Store]:
+    with open_store(str(tmp_path / "w.db")) as store:
+        yield store
 
 
 def relay(store: Store, clock: FakeClock, target: FakeTarget | None = None,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import json
 import sqlite3
-from contextlib import redirect_stderr, redirect_stdout
+from contextlib import closing, redirect_stderr, redirect_stdout
 from datetime import timedelta
 from typing import Any
 
@@ -54,7 +54,7 @@ def test_doctor_passes_a_fresh_sqlite_store(cli: Cli) -> None:
 
 def test_doctor_fails_a_sqlite_store_out_of_wal(cli: Cli) -> None:
     cli.ok("init")
-    with sqlite3.connect(cli.store) as db:
+    with closing(sqlite3.connect(cli.store)) as db:
         db.execute("PRAGMA journal_mode = DELETE")
     outcome = cli("doctor")
     assert outcome.code == 1

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 from tests.helpers import FakeClock
@@ -49,7 +50,7 @@ def test_a_version_5_store_upgrades_and_every_run_still_verifies(
         runs.Run(store, made[0], actor="alice", clock=clock).cancel("not needed")
         before = {p.id: p for p in store.list_runs()}
     _as_version_5(tmp_path / "new.db", tmp_path / "old.db")
-    with sqlite3.connect(tmp_path / "old.db") as db:
+    with closing(sqlite3.connect(tmp_path / "old.db")) as db:
         (ddl,) = db.execute("SELECT sql FROM sqlite_master WHERE name = 'runs'").fetchone()
     assert "WITHOUT ROWID" in ddl
 
@@ -65,7 +66,7 @@ def test_a_version_5_store_upgrades_and_every_run_still_verifies(
         due = store.due_runs(now=clock.advance(3600))
         assert [d.packet.id for d in due] == made[1:]  # the cancelled run is not due
         runs.Run(store, made[2], actor="w", epoch=1, clock=clock).heartbeat(note="after")
-    with sqlite3.connect(tmp_path / "old.db") as db:
+    with closing(sqlite3.connect(tmp_path / "old.db")) as db:
         (ddl,) = db.execute("SELECT sql FROM sqlite_master WHERE name = 'runs'").fetchone()
         indexes = {r[0] for r in db.execute(
             "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'runs'"

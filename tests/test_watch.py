@@ -4,6 +4,7 @@ sweeps and watchers see it; nothing is recorded that is not due; time is injecte
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -36,8 +37,9 @@ NOTIFY = "file:notices.jsonl"
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Store:
-    return open_store(str(tmp_path / "watch.db"))
+def store(tmp_path: Path) -> Iterator[Store]:
+    with open_store(str(tmp_path / "watch.db")) as store:
+        yield store
 
 
 def _start(store: Store, clock: FakeClock, **rules: object) -> runs.Run:

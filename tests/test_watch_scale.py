@@ -5,6 +5,7 @@ through the `next_check_at` index. The timing itself lives in bench/."""
 from __future__ import annotations
 
 import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -57,7 +58,7 @@ def test_a_sweep_over_200k_runs_touches_only_the_1000_due(tmp_path: Path) -> Non
     path, clock = tmp_path / "big.db", FakeClock()
     _fill(path, clock)
     now = clock.advance(61)
-    with sqlite3.connect(path) as db:
+    with closing(sqlite3.connect(path)) as db:
         for owner in (False, True):
             plan = [row[3] for row in db.execute(
                 "EXPLAIN QUERY PLAN " + due_sql(owner=owner, after=True),
