@@ -21,7 +21,6 @@ from waypost.model import (
     Approved,
     Artifact,
     ArtifactRecorded,
-    ArtifactRole,
     Assurance,
     Authority,
     AuthorityTransferred,
@@ -285,10 +284,3 @@ class Run:
     def cancel(self, reason: str) -> Packet:
         return self.write(lambda p: Cancelled(reason=reason))
 
-
-def artifact_role(value: str) -> ArtifactRole:
-    try:
-        return ArtifactRole(value)
-    except ValueError:
-        choices = ", ".join(r.value for r in ArtifactRole)
-        raise InvalidInput(f"unknown artifact role {value!r} (one of: {choices})") from None
