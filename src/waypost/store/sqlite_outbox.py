@@ -78,7 +78,9 @@ def claim(db: sqlite3.Connection, relay: str, *, now: datetime, lease_s: float,
         "UPDATE outbox SET lease_owner = ?, lease_expires_at = ?, last_attempt_at = ?,"
         " attempts = attempts + 1 WHERE key = ?",
         [(relay, at + lease_s, at, key) for key in keys])
-    return [get(db, key) for key in keys]
+    rows = {row[0]: row for row in db.execute(  # key is the first column
+        f"SELECT {_COLUMNS} FROM outbox WHERE key IN ({', '.join('?' * len(keys))})", keys)}
+    return [from_row(rows[key]) for key in keys]  # in claim order
 
 
 def retry(db: sqlite3.Connection, key: str, relay: str, *, error: str,
