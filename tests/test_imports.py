@@ -4,14 +4,18 @@ modules that waypost itself could do without, and the packet's decoder is cheap 
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+import waypost
 from waypost import cli, entry, model
+from waypost.errors import NotFound
 
 HEAVY = ("httpx", "litestar", "mcp", "psycopg", "psycopg_pool", "jinja2", "detect_secrets",
          "uvicorn", "anyio")
@@ -60,12 +64,16 @@ def test_hot_verbs_import_nothing_heavy(run_in_store: tuple[Path, str], verb: li
     assert sorted(n for n in names if n.split(".")[0] == "click") == []
 
 
-# `python -m waypost ...`, printing the modules loaded at exit (importtime also lists an
-# import that was refused, as typing_extensions is while msgspec loads)
+# `python -m waypost ...`, printing the modules loaded when a hot verb ends its process
+# (`entry.exit_now`; importtime also lists an import that was refused, as typing_extensions
+# is while msgspec loads)
 LOADED_AT_EXIT = (
-    "import atexit, runpy, sys\n"
-    "atexit.register(lambda: print(*sorted(n for n, m in sys.modules.items() if m),"
-    " file=sys.stderr))\n"
+    "import os, runpy, sys\n"
+    "def end(code, _exit=os._exit):\n"
+    "    print(*sorted(n for n, m in sys.modules.items() if m), file=sys.stderr)\n"
+    "    sys.stderr.flush()\n"
+    "    _exit(code)\n"
+    "os._exit = end\n"
     "sys.argv[0] = 'waypost'\n"
     "runpy.run_module('waypost', run_name='__main__', alter_sys=True)\n")
 
@@ -150,3 +158,54 @@ def test_one_shot_processes_hash_events_without_openssl() -> None:
                           check=False)
     assert lean.returncode == 0, lean.stderr
     assert lean.stdout.strip() == hashlib.sha256(b"waypost").hexdigest()
+
+
+# --- a hot verb ends its process without the interpreter's teardown (entry.exit_now) ----
+
+
+def waypost_process(args: list[str], store: Path, stdout: Any = subprocess.PIPE
+                    ) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "WAYPOST_URL": str(store), "WAYPOST_ACTOR": "alice"}
+    return subprocess.Popen([sys.executable, "-m", "waypost", *args], env=env, stdout=stdout,
+                            stderr=subprocess.PIPE)
+
+
+def test_a_hot_verb_that_ends_early_still_delivers_all_its_output(tmp_path: Path) -> None:
+    """Hundreds of runs listed to a pipe arrive whole, and the store is left closed."""
+    store_path = tmp_path / "w.db"
+    with waypost.open_store(str(store_path)) as store:
+        started = {waypost.start(store, f"run {n}: " + "x" * 200, actor="alice",
+                                 owner="alice", target="none:")[0].id for n in range(300)}
+    proc = waypost_process(["ls", "--json", "--limit", "1000"], store_path)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err.decode()
+    assert {row["id"] for row in json.loads(out)["runs"]} == started
+    assert not (tmp_path / "w.db-wal").exists()  # closed: checkpointed before the end
+
+
+def test_a_hot_verb_that_ends_early_keeps_its_exit_code_and_message(tmp_path: Path) -> None:
+    with waypost.open_store(str(tmp_path / "w.db")):
+        pass
+    proc = waypost_process(["show", "wp_nosuchrun", "--json"], tmp_path / "w.db")
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == NotFound.exit_code == 4
+    assert out == b""
+    assert json.loads(err)["error"]["code"] == "not_found"
+
+
+def test_a_hot_verb_writing_to_a_closed_pipe_ends_as_before(tmp_path: Path) -> None:
+    """`waypost ls | head -0`: the flush fails, so the usual exit reports it, quietly."""
+    store_path = tmp_path / "w.db"
+    with waypost.open_store(str(store_path)) as store:
+        for n in range(200):
+            waypost.start(store, f"run {n}: " + "y" * 200, actor="alice", owner="alice",
+                          target="none:")
+    read, write = os.pipe()
+    os.close(read)  # nobody will read: every write fails
+    try:
+        proc = waypost_process(["ls"], store_path, stdout=write)
+    finally:
+        os.close(write)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1
+    assert b"Traceback" not in err
