@@ -102,3 +102,18 @@ def test_the_postgres_sweep_store_sweeps_what_it_made_due_and_drops_its_schema(
         left = conn.execute("SELECT count(*) FROM pg_namespace WHERE nspname = %s",
                             (schema,)).fetchone()
     assert left == (0,)
+
+
+def test_the_raw_floor_writes_each_due_run_once_and_keeps_out_of_the_sweeps_way(
+        tmp_path: Path) -> None:
+    with ExitStack() as stack:
+        swept = sweep.SweptStore(tmp_path / "s.db", stored=40, due=5, stack=stack)
+        floor = sweep.RawFloor(swept, stack)
+        before = swept.store.run_ids()
+        assert floor.sweep_once() > 0
+        assert (floor.recorded, floor.examined) == (5, 5)
+        written = [swept.store.load(i).head_hash for i in swept.store.run_ids()
+                   if i not in before]
+        assert written == ["0" * 64] * 5  # the floor's rows: written by it, not by a sweep
+        assert swept.sweep_once() > 0
+        assert (swept.recorded, swept.examined) == (5, 5)  # only its own fresh due runs
