@@ -44,9 +44,9 @@ QUICK = Budget(durable_rounds=31, durable_batch=30, cli_rounds=10, writer_rounds
                writer_seconds=1.0, board_runs=20_000, board_rounds=5, sweep_rounds=2,
                sweep_stored=50_000, pg_rounds=2, pg_seconds=0.5, delivery_rounds=3,
                delivery_batch=10)
-FULL = Budget(durable_rounds=101, durable_batch=40, cli_rounds=30, writer_rounds=5,
+FULL = Budget(durable_rounds=101, durable_batch=40, cli_rounds=30, writer_rounds=9,
               writer_seconds=1.5, board_runs=100_000, board_rounds=15, sweep_rounds=3,
-              sweep_stored=1_000_000, pg_rounds=3, pg_seconds=2.0, delivery_rounds=5,
+              sweep_stored=1_000_000, pg_rounds=5, pg_seconds=2.0, delivery_rounds=5,
               delivery_batch=40)
 
 Step = Callable[[Path, Budget], Section]
