@@ -66,5 +66,7 @@ def python_pass() -> list[str]:
 
 
 def python_import(modules: str) -> list[str]:
-    """`python -c "import …"`, msgspec loaded as the hot verbs load it."""
-    return [sys.executable, "-c", f"{_AS_THE_HOT_VERBS_DO}import {modules}"]
+    """`python -c "import …"`, msgspec loaded as the hot verbs load it, and ended as they
+    end (`os._exit`, no teardown: waypost.entry.exit_now)."""
+    return [sys.executable, "-c",
+            f"{_AS_THE_HOT_VERBS_DO}import {modules}; import os; os._exit(0)"]

@@ -194,7 +194,7 @@ def test_a_hot_verb_that_ends_early_keeps_its_exit_code_and_message(tmp_path: Pa
 
 
 def test_a_hot_verb_writing_to_a_closed_pipe_ends_as_before(tmp_path: Path) -> None:
-    """`waypost ls | head -0`: the flush fails, so the usual exit reports it, quietly."""
+    """`waypost ls | head -0`: exit code 1, no traceback, as before it ended early."""
     store_path = tmp_path / "w.db"
     with waypost.open_store(str(store_path)) as store:
         for n in range(200):
@@ -209,3 +209,32 @@ def test_a_hot_verb_writing_to_a_closed_pipe_ends_as_before(tmp_path: Path) -> N
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 1
     assert b"Traceback" not in err
+
+
+def test_a_hot_verb_started_without_stdout_or_stderr_keeps_its_exit_code(
+        tmp_path: Path) -> None:
+    """A closed descriptor makes the stream None: the heartbeat is written and exits 0, and
+    an error still exits with its own code."""
+    store_path = tmp_path / "w.db"
+    with waypost.open_store(str(store_path)) as store:
+        run, _ = waypost.start(store, "quiet", actor="alice", owner="alice", target="none:",
+                               worker="alice")
+    env = {**os.environ, "WAYPOST_URL": str(store_path), "WAYPOST_ACTOR": "alice"}
+    closed = ["sh", "-c", 'exec "$@" >&- 2>&-', "sh", sys.executable, "-m", "waypost"]
+    beat = subprocess.run([*closed, "heartbeat", run.id], env=env, check=False)
+    missing = subprocess.run([*closed, "show", "wp_nosuchrun"], env=env, check=False)
+    assert (beat.returncode, missing.returncode) == (0, NotFound.exit_code)
+    with waypost.open_store(str(store_path)) as store:
+        assert store.get(run.id).progress.last_heartbeat is not None
+
+
+def test_a_hot_verb_under_a_profiler_ends_as_usual_so_the_profile_is_written(
+        tmp_path: Path) -> None:
+    with waypost.open_store(str(tmp_path / "w.db")):
+        pass
+    env = {**os.environ, "WAYPOST_URL": str(tmp_path / "w.db")}
+    profile = tmp_path / "ls.prof"
+    proc = subprocess.run([sys.executable, "-m", "cProfile", "-o", str(profile), "-m",
+                           "waypost", "ls"], env=env, capture_output=True, check=False)
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert profile.stat().st_size > 0
