@@ -105,7 +105,8 @@ def test_the_postgres_sweep_store_sweeps_what_it_made_due_and_drops_its_schema(
 
 
 def test_the_raw_floor_writes_each_due_run_once_and_keeps_out_of_the_sweeps_way(
-        tmp_path: Path) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sweep, "BATCH", 2)  # the floor's pages: 2, 2, 1
     with ExitStack() as stack:
         swept = sweep.SweptStore(tmp_path / "s.db", stored=40, due=5, stack=stack)
         floor = sweep.RawFloor(swept, stack)
