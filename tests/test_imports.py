@@ -1,6 +1,8 @@
 """The hot verbs stay light: no HTTP, MCP or PostgreSQL stack is imported, nor click (a
 plainly written hot verb runs on the fast path of `waypost.cli`), nor the costly standard
-modules that waypost itself could do without, and the packet's decoder is cheap to build."""
+modules that waypost itself could do without, and the packet's decoder is cheap to build.
+They end without the interpreter's teardown, yet with all their output, their exit code,
+and, under a profiler, its results."""
 
 from __future__ import annotations
 
