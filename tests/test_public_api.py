@@ -26,3 +26,18 @@ def test_library_round_trip(tmp_path: object) -> None:
         assert packet.state is waypost.State.BLOCKED
         assert worker.unblock(blocker, "found it").state is waypost.State.IN_PROGRESS
         assert waypost.fold(store.events(run.id)) == store.get(run.id)
+
+
+def test_each_public_name_is_loaded_from_where_type_checkers_are_told_it_lives() -> None:
+    """`waypost/__init__.py` names each public name three times: imported for type
+    checkers, in `_HOMES` (where `__getattr__` loads it from) and in `__all__`."""
+    import ast
+    import inspect
+
+    tree = ast.parse(inspect.getsource(waypost))
+    checked = next(node for node in tree.body if isinstance(node, ast.If)
+                   and ast.unparse(node.test) == "typing.TYPE_CHECKING")
+    declared = {alias.name: node.module for node in checked.body
+                if isinstance(node, ast.ImportFrom) for alias in node.names}
+    assert declared == waypost._HOME_OF
+    assert sorted(declared) == waypost.__all__
