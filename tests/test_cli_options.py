@@ -80,6 +80,7 @@ def test_plain_command_lines_run_fast_with_clicks_values(argv: list[str]) -> Non
     ["heartbeat", "--", "wp_1"],
     ["heartbeat", "-"],
     ["block", "wp_1", "--detail", "x"],
+    ["block", "wp_1", "--kind", "other"],  # --detail is required
     ["block", "wp_1", "--kind", "OTHER", "--detail", "x"],
     ["ls", "--all", "--all"],
     ["ls", "--limit", "many"],
@@ -121,10 +122,14 @@ PIECES = st.one_of(st.sampled_from(TOKENS).map(lambda t: [t]),
        pieces=st.lists(PIECES, max_size=4),
        run_at=st.integers(min_value=-1, max_value=4),
        epoch=st.sampled_from([None, "", "3", "x"]),
-       url=st.sampled_from([None, "", "w.db"]))
+       url=st.sampled_from([None, "", "w.db"]),
+       complete=st.booleans())
 def test_whatever_the_fast_parser_accepts_click_reads_the_same(
         verb: str, pieces: list[list[str]], run_at: int, epoch: str | None,
-        url: str | None) -> None:
+        url: str | None, complete: bool) -> None:
+    if complete:  # the required options too, with a valid value: else `block` is never run
+        pieces += [[o.name, o.choices[0] if o.choices else "x"] for o in cli.HOT[verb].options
+                   if o.required]
     if run_at >= 0 and cli.HOT[verb].args:
         pieces.insert(run_at, ["wp_1"])
     argv = [verb, *(token for piece in pieces for token in piece)]

@@ -165,9 +165,17 @@ def test_one_shot_processes_hash_events_without_openssl() -> None:
 # --- a hot verb ends its process without the interpreter's teardown (entry.exit_now) ----
 
 
+def ended_early_env(store: Path) -> dict[str, str]:
+    """The environment of a hot verb's process, with stdout block-buffered as for most users
+    (not PYTHONUNBUFFERED): what is still in a buffer when the process ends is lost."""
+    env = {**os.environ, "WAYPOST_URL": str(store), "WAYPOST_ACTOR": "alice"}
+    env.pop("PYTHONUNBUFFERED", None)
+    return env
+
+
 def waypost_process(args: list[str], store: Path, stdout: Any = subprocess.PIPE
                     ) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "WAYPOST_URL": str(store), "WAYPOST_ACTOR": "alice"}
+    env = ended_early_env(store)
     return subprocess.Popen([sys.executable, "-m", "waypost", *args], env=env, stdout=stdout,
                             stderr=subprocess.PIPE)
 
@@ -186,8 +194,12 @@ def test_a_hot_verb_that_ends_early_still_delivers_all_its_output(tmp_path: Path
 
 
 def test_a_hot_verb_that_ends_early_keeps_its_exit_code_and_message(tmp_path: Path) -> None:
-    with waypost.open_store(str(tmp_path / "w.db")):
-        pass
+    with waypost.open_store(str(tmp_path / "w.db")) as store:
+        run, _ = waypost.start(store, "short", actor="alice", owner="alice", target="none:",
+                               worker="alice")
+    beat = waypost_process(["heartbeat", run.id], tmp_path / "w.db")
+    assert beat.communicate(timeout=60)[0] == f"{run.id} in_progress v2\n".encode()
+    assert beat.returncode == 0
     proc = waypost_process(["show", "wp_nosuchrun", "--json"], tmp_path / "w.db")
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == NotFound.exit_code == 4
@@ -221,7 +233,7 @@ def test_a_hot_verb_started_without_stdout_or_stderr_keeps_its_exit_code(
     with waypost.open_store(str(store_path)) as store:
         run, _ = waypost.start(store, "quiet", actor="alice", owner="alice", target="none:",
                                worker="alice")
-    env = {**os.environ, "WAYPOST_URL": str(store_path), "WAYPOST_ACTOR": "alice"}
+    env = ended_early_env(store_path)
     closed = ["sh", "-c", 'exec "$@" >&- 2>&-', "sh", sys.executable, "-m", "waypost"]
     beat = subprocess.run([*closed, "heartbeat", run.id], env=env, check=False)
     missing = subprocess.run([*closed, "show", "wp_nosuchrun"], env=env, check=False)

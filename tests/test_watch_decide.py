@@ -102,6 +102,19 @@ def test_the_last_sign_of_life_is_the_latest_of_its_moments(packet: Packet) -> N
     assert last_sign_of_life(packet) == max([packet.created_at, *heard, *leased, *resolved])
 
 
+def test_a_resolved_silence_restarts_the_clock_and_the_first_moment_is_checked_first(
+        ) -> None:
+    """The two properties above, at the cases their random packets reach only sometimes."""
+    at = [START + timedelta(minutes=m) for m in range(4)]
+    looked = Blocker(id="b1", kind=BlockerKind.WORKER_SILENT, detail="d", opened_at=at[1],
+                     opened_by="watchdog:t", resolved_at=at[3])
+    packet = _packet(heartbeat=at[1], worker=Lease(actor="w1", epoch=1, acquired_at=at[2]),
+                     blockers=(looked,), rules=StopRules(max_silence=1800.0, deadline=at[3]))
+    assert last_sign_of_life(packet) == at[3]
+    assert silent_due(packet) == at[3] + timedelta(minutes=30)
+    assert next_check_at(packet) == at[3]  # the deadline, due before the silence
+
+
 def test_the_silent_detail_names_the_quiet_the_limit_the_note_and_the_holder() -> None:
     lease = Lease(actor="w1", epoch=2, acquired_at=START + timedelta(minutes=5))
     quiet = _packet(worker=lease, note="reproduced the race")

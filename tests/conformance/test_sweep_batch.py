@@ -122,7 +122,8 @@ def test_which_writes_are_in_force_follows_each_runs_chain() -> None:
     def write(run_id: str, expected: int) -> Deferral:
         return Deferral(run_id=run_id, expected_version=expected, at=None)
 
-    page: Sequence[RunWrite | Deferral] = [write("a", 1), write("b", 4), write("b", 4),
+    # b's second write expects the version b is at: in force alone, but not after b's miss
+    page: Sequence[RunWrite | Deferral] = [write("a", 1), write("b", 4), write("b", 3),
                                            write("c", 2), write("a", 1)]
     assert in_force(page, {"a": 1, "b": 3, "c": 2}) == [True, False, False, True, True]
     assert in_force(page, {}) == [False] * 5
@@ -207,6 +208,24 @@ def test_a_due_run_with_nothing_to_record_is_deferred_in_the_page(
     assert [a.run_id for a in report.actions] == [silent.id]
     (due,) = store.due_runs(now=clock.advance(3600))
     assert (due.packet.id, due.due_at) == (calm.id, clock() - timedelta(seconds=3600 - 29))
+
+
+def test_a_deferral_another_writer_came_before_is_left_to_that_writer(
+        store: Store, clock: FakeClock, monkeypatch: pytest.MonkeyPatch) -> None:
+    calm = _silent(store, clock)
+    assert store.defer_check(calm.id, expected_version=2, at=clock())  # due now, needs nothing
+    real = store.commit_writes
+
+    def meanwhile(writes: Sequence[RunWrite | Deferral]) -> list[bool]:
+        calm.heartbeat(note="still here")  # stores its own next check
+        return real(writes)
+
+    monkeypatch.setattr(store, "commit_writes", meanwhile)
+    report = watchdog.sweep(store, watcher_id="t", now=clock())
+    assert (report.examined, report.deferred, report.actions, report.errors) == (1, 0, (), ())
+    assert store.due_runs(now=clock()) == []
+    (due,) = store.due_runs(now=clock.advance(61))
+    assert due.packet.version == 3  # the heartbeat's check, not one the sweep moved
 
 
 def test_a_page_the_store_cannot_commit_is_swept_one_run_at_a_time(
