@@ -21,9 +21,10 @@ import msgspec
 import waypost
 from bench import procs
 from bench.harness import Section, figures, interleave
+from waypost.core.history import GENESIS, event_hash, verify_run
 from waypost.durations import new_run_id, utcnow
-from waypost.history import GENESIS, event_hash, verify_run
-from waypost.model import Event, Packet, to_json
+from waypost.events import Event
+from waypost.model import Packet, to_json
 
 BATCH = 5_000
 CROCKFORD = "0123456789abcdefghjkmnpqrstvwxyz"  # the run id alphabet

@@ -23,12 +23,13 @@ from typing import Any
 
 import waypost
 from bench.harness import Section, figures, interleave, rate
+from waypost.core.due import lease_until
+from waypost.core.history import make_event
+from waypost.core.machine import apply
+from waypost.core.writes import Snapshot
 from waypost.durations import utcnow
-from waypost.history import make_event
-from waypost.machine import apply
-from waypost.model import Heartbeat, to_json
-from waypost.runs import lease_until
-from waypost.store.base import Snapshot
+from waypost.events import Heartbeat
+from waypost.model import to_json
 
 WAYPOST = "waypost Run.heartbeat()"
 COMMIT_ONLY = "waypost Store.commit alone (event pre-built)"

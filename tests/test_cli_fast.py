@@ -25,7 +25,7 @@ import pytest
 import waypost
 from tests.helpers import Cli
 from tests.test_imports import importtime_modules
-from waypost import cli as cli_module
+from waypost.cli import context, dispatch
 from waypost.runs import Run
 
 CLICK_ONLY = "import sys; from waypost.cli import main; sys.exit(main(sys.argv[1:], fast=False))"
@@ -188,7 +188,7 @@ def test_echo_writes_what_click_echo_writes(monkeypatch: pytest.MonkeyPatch, tex
 
     for err in (False, True):
         for nl in (False, True):
-            assert written(cli_module.echo, err=err, nl=nl) == written(click.echo, err=err, nl=nl)
+            assert written(context.echo, err=err, nl=nl) == written(click.echo, err=err, nl=nl)
 
 
 @pytest.mark.parametrize("interrupt", [KeyboardInterrupt, EOFError])
@@ -202,7 +202,7 @@ def test_an_interrupted_verb_is_reported_as_with_click(
 
     monkeypatch.setattr(Run, "heartbeat", interrupted)
     outcomes = [cli("heartbeat", run_id)]
-    monkeypatch.setattr(cli_module, "_hot_values", lambda args: None)  # every line to click
+    monkeypatch.setattr(dispatch, "hot_values", lambda args: None)  # every line to click
     outcomes.append(cli("heartbeat", run_id))
     assert outcomes[0] == outcomes[1]
     assert (outcomes[0].code, outcomes[0].err) == (1, "\naborted\n")

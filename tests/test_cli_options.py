@@ -14,9 +14,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from waypost import cli
-from waypost.cli_click import cli as group
-from waypost.cli_options import parse
+from waypost.cli import hot
+from waypost.cli.app import cli as group
+from waypost.cli.options import parse
 
 ENV = {"WAYPOST_URL": None, "WAYPOST_EPOCH": None}
 
@@ -35,7 +35,7 @@ def environment(values: Mapping[str, str | None]) -> Iterator[None]:
 
 def fast(argv: Sequence[str], env: Mapping[str, str | None] = ENV) -> dict[str, Any] | None:
     with environment(env):
-        return parse(cli.HOT[argv[0]], argv[1:])
+        return parse(hot.HOT[argv[0]], argv[1:])
 
 
 def with_click(argv: Sequence[str], env: Mapping[str, str | None] = ENV) -> Any:
@@ -102,10 +102,10 @@ def test_environment_variables_are_read_as_click_reads_them() -> None:
 
 def test_shell_completion_is_left_to_click() -> None:
     with environment({"_WAYPOST_COMPLETE": "bash_complete"}):
-        assert cli._hot_values(["heartbeat", "wp_1"]) is None
-    assert cli._hot_values(["heartbeat", "wp_1"]) is not None
-    assert cli._hot_values(["claim", "wp_1"]) is None
-    assert cli._hot_values([]) is None
+        assert hot.hot_values(["heartbeat", "wp_1"]) is None
+    assert hot.hot_values(["heartbeat", "wp_1"]) is not None
+    assert hot.hot_values(["claim", "wp_1"]) is None
+    assert hot.hot_values([]) is None
 
 
 TOKENS = ["wp_2", "", "-", "--", "-h", "--help", "--bogus", "--note=n", "--epoch=x", "--json",
@@ -118,7 +118,7 @@ PIECES = st.one_of(st.sampled_from(TOKENS).map(lambda t: [t]),
 
 
 @settings(max_examples=400, deadline=None)
-@given(verb=st.sampled_from(sorted(cli.HOT)),
+@given(verb=st.sampled_from(sorted(hot.HOT)),
        pieces=st.lists(PIECES, max_size=4),
        run_at=st.integers(min_value=-1, max_value=4),
        epoch=st.sampled_from([None, "", "3", "x"]),
@@ -128,9 +128,9 @@ def test_whatever_the_fast_parser_accepts_click_reads_the_same(
         verb: str, pieces: list[list[str]], run_at: int, epoch: str | None,
         url: str | None, complete: bool) -> None:
     if complete:  # the required options too, with a valid value: else `block` is never run
-        pieces += [[o.name, o.choices[0] if o.choices else "x"] for o in cli.HOT[verb].options
+        pieces += [[o.name, o.choices[0] if o.choices else "x"] for o in hot.HOT[verb].options
                    if o.required]
-    if run_at >= 0 and cli.HOT[verb].args:
+    if run_at >= 0 and hot.HOT[verb].args:
         pieces.insert(run_at, ["wp_1"])
     argv = [verb, *(token for piece in pieces for token in piece)]
     env = {"WAYPOST_EPOCH": epoch, "WAYPOST_URL": url}

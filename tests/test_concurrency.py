@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from waypost import runs
-from waypost.history import verify_run
+from waypost.core.history import verify_run
 from waypost.model import Kind
 from waypost.store import open_store
 

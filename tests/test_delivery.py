@@ -20,7 +20,8 @@ from tests.delivery_support import (
     fast,
 )
 from tests.helpers import Cli, FakeClock
-from waypost import outbox, runs
+from waypost import runs
+from waypost.core import outbox
 from waypost.delivery import document
 from waypost.delivery.policy import Attempt, give_up, retry
 from waypost.delivery.relay import Relay
@@ -196,7 +197,7 @@ def test_none_target_sends_nothing_and_says_so(db: Store, clock: FakeClock) -> N
     assert packet.state is State.DELIVERED
     assert packet.receipt is not None
     assert "nothing was sent" in packet.receipt.detail
-    from waypost.liveness import observe
+    from waypost.core.observed import observe
 
     observed = observe(packet, clock(), deliveries=db.deliveries([run_id])).observed
     assert observed is not None
@@ -266,7 +267,7 @@ def test_a_failing_notice_is_retried_or_failed_visibly_and_never_moves_the_run(
     [row] = relay(db, clock).drain()
     assert (row.status, row.last_error) == (status, error)
     assert db.get(run.id).version == version
-    from waypost.delivery.status import row as shown_row
+    from waypost.core.observed import row as shown_row
 
     assert error in shown_row(row, clock())
 
@@ -361,7 +362,7 @@ def test_a_long_drain_keeps_the_relay_registered(db: Store, clock: FakeClock) ->
 def test_only_a_relay_records_the_final_delivery_and_only_under_its_key(
         db: Store, clock: FakeClock) -> None:
     from waypost.errors import InvalidInput, NotAuthorized
-    from waypost.model import Delivered
+    from waypost.events import Delivered
 
     run_id = approved_run(db, clock)
     owner = runs.Run(db, run_id, actor="alice", clock=clock)

@@ -27,7 +27,7 @@ from tests.delivery_support import (
     new_secret,
 )
 from tests.helpers import Cli, FakeClock
-from waypost import outbox
+from waypost.core import outbox
 from waypost.delivery.relay import Relay
 from waypost.delivery.webhook import NO_SECRET
 from waypost.durations import utcnow

@@ -16,12 +16,13 @@ from typing import Any
 import pytest
 
 import waypost
-from waypost import cli, entry, model
+from waypost import events, model
+from waypost.cli import entry, hot
 from waypost.errors import NotFound
 
 HEAVY = ("httpx", "litestar", "mcp", "psycopg", "psycopg_pool", "jinja2", "detect_secrets",
          "uvicorn", "anyio")
-# ~20 ms between them: typing_extensions (see waypost.entry), hashlib (OpenSSL), pathlib
+# ~20 ms between them: typing_extensions (see waypost.cli.entry), hashlib (OpenSSL), pathlib
 # (urllib.parse, ipaddress), threading
 AVOIDABLE = ("typing_extensions", "hashlib", "_hashlib", "pathlib", "threading")
 
@@ -100,7 +101,7 @@ def test_hot_verbs_skip_costly_standard_modules(run_in_store: tuple[Path, str],
 
 
 def test_the_entry_knows_the_hot_verbs() -> None:
-    assert sorted(entry.HOT_VERBS) == sorted(cli.HOT)
+    assert sorted(entry.HOT_VERBS) == sorted(hot.HOT)
 
 
 def test_msgspec_without_typing_extensions_reads_packets_the_same(
@@ -112,7 +113,7 @@ def test_msgspec_without_typing_extensions_reads_packets_the_same(
     shown = subprocess.run([sys.executable, "-m", "waypost", "show", run_id, "--json"],
                            capture_output=True, env=env, check=True).stdout
     code = ("import sys\n"
-            "from waypost.entry import import_msgspec_without_typing_extensions as lean\n"
+            "from waypost.cli.entry import import_msgspec_without_typing_extensions as lean\n"
             "lean()\n"
             "assert 'msgspec' in sys.modules and 'typing_extensions' not in sys.modules\n"
             "from waypost import model\n"
@@ -136,9 +137,10 @@ def test_other_command_lines_go_through_click(run_in_store: tuple[Path, str]) ->
 def test_record_annotations_are_evaluated() -> None:
     """msgspec builds a decoder from the records' annotations; as strings (`from __future__
     import annotations`) it would resolve each one first, in every command that reads one."""
-    records = [v for v in vars(model).values()
+    records = [v for v in [*vars(model).values(), *vars(events).values()]
                if isinstance(v, type) and issubclass(v, model.Record)]
     assert model.Packet in records
+    assert events.Started in records
     strings = sorted(f"{cls.__name__}.{name}" for cls in records
                      for name, hint in vars(cls).get("__annotations__", {}).items()
                      if isinstance(hint, str))
@@ -149,13 +151,15 @@ def test_one_shot_processes_hash_events_without_openssl() -> None:
     """A hot verb's process hashes with Python's own SHA-256; a library keeps OpenSSL's."""
     import hashlib
 
-    from waypost import history
+    from waypost.core import history
 
-    assert history.sha256 is hashlib.sha256
-    code = ("import sys, waypost.entry as e; e.one_shot = True\n"
-            "from waypost import history\n"
-            "assert 'hashlib' not in sys.modules, 'OpenSSL was loaded'\n"
-            "print(history.sha256(b'waypost').hexdigest())\n")
+    assert history.sha256(b"waypost").hexdigest() == hashlib.sha256(b"waypost").hexdigest()
+    assert history._sha256 is hashlib.sha256  # this process is a library's: OpenSSL
+    code = ("import sys\n"
+            "from waypost.core import history\n"
+            "history.prefer_quick_start()  # as waypost.cli.entry does for a hot verb\n"
+            "print(history.sha256(b'waypost').hexdigest())\n"
+            "assert 'hashlib' not in sys.modules, 'OpenSSL was loaded'\n")
     lean = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=False)
     assert lean.returncode == 0, lean.stderr

@@ -7,6 +7,9 @@ from datetime import UTC, datetime
 import msgspec
 import pytest
 
+from waypost.core.history import make_event
+from waypost.core.machine import apply, fold
+from waypost.core.moves import TABLE, Move, allowed_moves
 from waypost.errors import (
     IllegalTransition,
     InvalidInput,
@@ -14,29 +17,29 @@ from waypost.errors import (
     RuleViolation,
     StaleLease,
 )
-from waypost.history import make_event
-from waypost.machine import TABLE, Move, allowed_moves, apply, fold
-from waypost.model import (
-    TERMINAL,
+from waypost.events import (
     AnyEventData,
-    Artifact,
     ArtifactRecorded,
-    ArtifactRole,
-    Assurance,
     BlockerOpened,
     BlockerResolved,
     Cancelled,
     ChangesRequested,
     Claimed,
     Event,
-    Evidence,
-    EvidenceKind,
     EvidenceRecorded,
     Heartbeat,
-    Kind,
     MarkedReady,
-    Packet,
     Started,
+)
+from waypost.model import (
+    TERMINAL,
+    Artifact,
+    ArtifactRole,
+    Assurance,
+    Evidence,
+    EvidenceKind,
+    Kind,
+    Packet,
     State,
     StopRules,
     Verdict,

@@ -15,7 +15,7 @@ import pytest
 from tests import pg
 from tests.helpers import Cli
 from waypost.cli import main
-from waypost.commands.ops import Status, _skew_check
+from waypost.cli.ops import Status, _skew_check
 from waypost.store.postgres_setup import latest_version, migrate, parse_url
 from waypost.store.sqlite import SCHEMA_VERSION
 

@@ -20,10 +20,11 @@ from tests import pg
 from tests.helpers import FakeClock
 from waypost import runs
 from waypost.cli import main
+from waypost.core.history import make_event
+from waypost.core.machine import apply
 from waypost.errors import InvalidInput, StoreError, VersionConflict
-from waypost.history import make_event
-from waypost.machine import apply
-from waypost.model import Heartbeat, Kind, OutboxItem, Purpose, State
+from waypost.events import Heartbeat
+from waypost.model import Kind, OutboxItem, Purpose, State
 from waypost.store import open_store
 from waypost.store.postgres import PostgresStore
 from waypost.store.postgres_setup import latest_version, parse_url

@@ -17,7 +17,8 @@ import pytest
 
 from tests.delivery_support import Request, WebhookServer, approved_run, new_secret
 from tests.helpers import FakeClock, Spawn, waypost_processes
-from waypost import outbox, runs
+from waypost import runs
+from waypost.core import outbox
 from waypost.durations import utcnow
 from waypost.model import BlockerKind, Kind, State
 from waypost.store import Store, open_store

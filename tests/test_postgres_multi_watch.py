@@ -14,7 +14,7 @@ import pytest
 
 from tests.helpers import FakeClock
 from waypost import runs
-from waypost.liveness import observe
+from waypost.core.observed import observe
 from waypost.model import Kind, State, Watcher, WatcherRole
 from waypost.store import Store, open_store
 from waypost.watchdog import Watch

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from waypost import runs
-from waypost.history import verify_run
+from waypost.core.history import verify_run
 from waypost.model import Kind
 from waypost.store import Store, open_store
 

@@ -13,9 +13,9 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from tests.helpers import FakeClock
 from waypost import review, runs
 from waypost.config import Config
+from waypost.core.history import verify_run
+from waypost.core.machine import fold
 from waypost.errors import InvalidInput, NotFound, Refused
-from waypost.history import verify_run
-from waypost.machine import fold
 from waypost.model import (
     TERMINAL,
     Artifact,

@@ -11,19 +11,16 @@ import msgspec
 import pytest
 
 from tests.helpers import Cli
+from waypost.core.history import make_event
+from waypost.core.machine import apply
 from waypost.errors import InvalidInput
-from waypost.history import make_event
-from waypost.machine import apply
+from waypost.events import EvidenceRecorded, MarkedReady, Reviewed, Started
 from waypost.model import (
     Assurance,
     Evidence,
     EvidenceKind,
-    EvidenceRecorded,
     Kind,
-    MarkedReady,
     Packet,
-    Reviewed,
-    Started,
     Verdict,
     from_json,
     to_json,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from tests.helpers import FakeClock
 from waypost import runs
-from waypost.history import verify_run
+from waypost.core.history import verify_run
 from waypost.model import Kind
 from waypost.store.sqlite import SCHEMA_VERSION, SqliteStore, _migrations, run_script
 

@@ -12,19 +12,17 @@ import pytest
 
 from tests.helpers import Cli, FakeClock
 from waypost import runs, watchdog
+from waypost.core.due import liveness
+from waypost.core.history import make_event
+from waypost.core.machine import apply
 from waypost.durations import utcnow
 from waypost.errors import NotAuthorized, RuleViolation
-from waypost.history import make_event
-from waypost.liveness import liveness
-from waypost.machine import apply
+from waypost.events import BlockerOpened, Heartbeat, Nudged
 from waypost.model import (
     BlockerKind,
-    BlockerOpened,
     EvidenceKind,
-    Heartbeat,
     Kind,
     Liveness,
-    Nudged,
     NudgeTopic,
     Purpose,
     RelayInfo,

@@ -14,19 +14,13 @@ import pytest
 
 from tests.helpers import FakeClock
 from waypost import runs, watchdog
+from waypost.core import watching
+from waypost.core.history import verify_run
+from waypost.core.writes import Deferral, RunWrite
 from waypost.errors import StoreError
-from waypost.history import verify_run
-from waypost.model import (
-    AnyEventData,
-    BlockerKind,
-    BlockerOpened,
-    EvidenceKind,
-    Kind,
-    Packet,
-    Verdict,
-)
+from waypost.events import AnyEventData, BlockerOpened
+from waypost.model import BlockerKind, EvidenceKind, Kind, Packet, Verdict
 from waypost.store import Store, open_store
-from waypost.store.base import Deferral, RunWrite
 
 
 def _start(store: Store, clock: FakeClock, **rules: object) -> runs.Run:
@@ -67,7 +61,7 @@ def test_a_page_at_a_time_records_what_one_run_at_a_time_does(
     with open_store(str(batched)) as store:
         refused = _fill(store, clock)
     shutil.copy(batched, single)
-    decide = watchdog.decide
+    decide = watching.decide
 
     def deciding(packet: Packet, now: datetime, *, relay_running: bool) -> AnyEventData | None:
         if packet.id == refused:  # something the rules refuse a watchdog

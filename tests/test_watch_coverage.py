@@ -16,7 +16,7 @@ import msgspec
 import pytest
 
 from tests.helpers import Cli, FakeClock, Spawn, waypost_processes
-from waypost.liveness import UNWATCHED, observe
+from waypost.core.observed import UNWATCHED, observe
 from waypost.model import Kind, Packet, State, Watcher
 from waypost.runs import start
 from waypost.store import open_store

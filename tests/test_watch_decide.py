@@ -10,8 +10,8 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from waypost import watchdog
-from waypost.liveness import (
+from waypost.core import watching
+from waypost.core.due import (
     deadline_due,
     delivery_stall_due,
     is_due,
@@ -20,11 +20,11 @@ from waypost.liveness import (
     review_due,
     silent_due,
 )
+from waypost.events import BlockerOpened
 from waypost.model import (
     Approval,
     Blocker,
     BlockerKind,
-    BlockerOpened,
     Kind,
     Lease,
     Nudge,
@@ -78,7 +78,7 @@ def packets(draw: st.DrawFn) -> Packet:
 @given(packets(), moments, st.booleans())
 def test_when_decide_records_nothing_only_a_stall_a_relay_excuses_can_be_due(
         packet: Packet, now: datetime, relay_running: bool) -> None:
-    if watchdog.decide(packet, now, relay_running=relay_running) is None:
+    if watching.decide(packet, now, relay_running=relay_running) is None:
         excused = relay_running and is_due(delivery_stall_due(packet), now)
         assert excused or not is_due(next_check_at(packet), now)
 
@@ -118,13 +118,13 @@ def test_a_resolved_silence_restarts_the_clock_and_the_first_moment_is_checked_f
 def test_the_silent_detail_names_the_quiet_the_limit_the_note_and_the_holder() -> None:
     lease = Lease(actor="w1", epoch=2, acquired_at=START + timedelta(minutes=5))
     quiet = _packet(worker=lease, note="reproduced the race")
-    data = watchdog.decide(quiet, START + timedelta(hours=2), relay_running=False)
+    data = watching.decide(quiet, START + timedelta(hours=2), relay_running=False)
     assert data == BlockerOpened(
         blocker_id="b1", kind=BlockerKind.WORKER_SILENT,
         detail="silent for 1.9h (max silence 30m): no heartbeat since 2026-01-02 03:09:05Z;"
         ' last note: "reproduced the race"; lease holder: w1 (epoch 2)')
     heard = _packet(heartbeat=START + timedelta(seconds=30.5), rules=StopRules(max_silence=60))
-    assert watchdog.silent_detail(heard, START + timedelta(seconds=100)) == (
+    assert watching.silent_detail(heard, START + timedelta(seconds=100)) == (
         "silent for 70s (max silence 60s): last heartbeat 2026-01-02 03:04:35Z;"
         " last note: none; lease holder: nobody")
 
@@ -136,8 +136,8 @@ def test_recorded_moments_read_as_strftime_writes_them_in_any_year(naive: dateti
     stamp = f"{at:%Y-%m-%d %H:%M:%S}"
     rules = StopRules(deadline=at, max_silence=60.0)
     late = _packet(state=State.BLOCKED, rules=rules)
-    assert watchdog.decide(late, at, relay_running=False) == BlockerOpened(
+    assert watching.decide(late, at, relay_running=False) == BlockerOpened(
         blocker_id="b1", kind=BlockerKind.DEADLINE_PASSED,
         detail=f"the deadline {stamp}Z passed while the run was blocked")
     heard = _packet(heartbeat=at, rules=rules)
-    assert f"last heartbeat {stamp}Z;" in watchdog.silent_detail(heard, at)
+    assert f"last heartbeat {stamp}Z;" in watching.silent_detail(heard, at)

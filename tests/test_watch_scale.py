@@ -12,10 +12,10 @@ import pytest
 
 from tests.helpers import FakeClock
 from waypost import runs, watchdog
+from waypost.core.writes import Due
 from waypost.durations import new_run_id
 from waypost.model import Kind, State
 from waypost.store import open_store
-from waypost.store.base import Due
 from waypost.store.sqlite_watch import due_sql
 
 STORED = 200_000

@@ -12,6 +12,7 @@
 import typing
 
 if typing.TYPE_CHECKING:
+    from waypost.core.machine import apply, fold
     from waypost.errors import (
         Conflict,
         IdempotencyConflict,
@@ -27,7 +28,7 @@ if typing.TYPE_CHECKING:
         VersionConflict,
         WaypostError,
     )
-    from waypost.machine import apply, fold
+    from waypost.events import Event
     from waypost.model import (
         Artifact,
         ArtifactRole,
@@ -35,7 +36,6 @@ if typing.TYPE_CHECKING:
         Authority,
         Blocker,
         BlockerKind,
-        Event,
         Evidence,
         EvidenceKind,
         Gate,
@@ -93,10 +93,11 @@ _HOMES = {
     "waypost.errors": ("Conflict", "IdempotencyConflict", "IllegalTransition", "IntegrityError",
                        "InvalidInput", "NotAuthorized", "NotFound", "Refused", "RuleViolation",
                        "StaleLease", "StoreError", "VersionConflict", "WaypostError"),
-    "waypost.machine": ("apply", "fold"),
+    "waypost.core.machine": ("apply", "fold"),
+    "waypost.events": ("Event",),
     "waypost.model": ("Artifact", "ArtifactRole", "Assurance", "Authority", "Blocker",
-                      "BlockerKind", "Event", "Evidence", "EvidenceKind", "Gate", "Kind",
-                      "Liveness", "Packet", "State", "StopRules", "Verdict"),
+                      "BlockerKind", "Evidence", "EvidenceKind", "Gate", "Kind", "Liveness",
+                      "Packet", "State", "StopRules", "Verdict"),
     "waypost.runs": ("Run", "start"),
     "waypost.store": ("Store", "open_store"),
 }

@@ -1,3 +1,3 @@
-from waypost.entry import main
+from waypost.cli.entry import main
 
 raise SystemExit(main())

@@ -26,18 +26,11 @@ from typing import Final
 import msgspec
 
 from waypost.config import Config
+from waypost.core.machine import next_evidence_id
 from waypost.errors import InvalidInput, NotFound, RuleViolation
+from waypost.events import EvidenceRecorded
 from waypost.evidence import run_command, tail
-from waypost.machine import next_evidence_id
-from waypost.model import (
-    Artifact,
-    Assurance,
-    Evidence,
-    EvidenceKind,
-    EvidenceRecorded,
-    Packet,
-    Verdict,
-)
+from waypost.model import Artifact, Assurance, Evidence, EvidenceKind, Packet, Verdict
 from waypost.runs import Run
 from waypost.store.base import Store
 

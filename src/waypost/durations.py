@@ -13,6 +13,8 @@ _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 6048
 _PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w)")
 _CROCKFORD = "0123456789abcdefghjkmnpqrstvwxyz"
 
+Clock = Callable[[], datetime]  # what every loop and use case takes as `clock=` (tests inject one)
+
 
 def parse_duration(text: str) -> float:
     """Seconds in `text`; a bare number is seconds."""

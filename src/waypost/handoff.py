@@ -9,24 +9,16 @@ from datetime import datetime
 
 import msgspec
 
+from waypost.core.due import last_sign_of_life, lease_until, liveness
+from waypost.core.history import Step, prepare
+from waypost.core.machine import apply
+from waypost.core.writes import RunWrite, Snapshot
 from waypost.durations import format_duration, utcnow
 from waypost.errors import RuleViolation, StoreError, VersionConflict
-from waypost.history import Step, prepare
-from waypost.liveness import last_sign_of_life, liveness
-from waypost.machine import apply
-from waypost.model import (
-    Blocker,
-    BlockerKind,
-    BlockerResolved,
-    Claimed,
-    Event,
-    Evidence,
-    Gate,
-    Liveness,
-    Packet,
-)
-from waypost.runs import MAX_ATTEMPTS, lease_until
-from waypost.store.base import RunWrite, Snapshot, Store
+from waypost.events import BlockerResolved, Claimed, Event
+from waypost.model import Blocker, BlockerKind, Evidence, Gate, Liveness, Packet
+from waypost.runs import MAX_ATTEMPTS
+from waypost.store.base import Store
 
 HISTORY_LINES = 12  # the state history fits one screen
 

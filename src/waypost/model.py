@@ -1,4 +1,5 @@
-"""The checkpoint packet (`waypost.packet/v1`), its parts, and the events that build it.
+"""The checkpoint packet (`waypost.packet/v1`) and its parts (the events that build it are
+in `waypost.events`).
 
 Everything here is a frozen, keyword-only msgspec record: decoding validates types and
 refuses unknown fields, naming the offending path (`$.stop_rules.max_silence`).
@@ -9,6 +10,7 @@ refuses unknown fields, naming the offending path (`$.stop_rules.max_silence`).
 # packet a millisecond or two; every name they use is defined above its first use.
 
 import enum
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Any, Literal, TypeVar
 
@@ -38,6 +40,16 @@ class State(enum.StrEnum):
 
 
 TERMINAL = frozenset({State.DELIVERED, State.CANCELLED})
+
+
+def parse_states(values: Iterable[str]) -> list[State]:
+    """States named in `values`, each one name or several comma-separated (`--state`)."""
+    names = [v.strip() for value in values for v in value.split(",") if v.strip()]
+    try:
+        return [State(n) for n in names]
+    except ValueError:
+        known = ", ".join(s.value for s in State)
+        raise InvalidInput(f"unknown state in {', '.join(names)} (known: {known})") from None
 
 
 class BlockerKind(enum.StrEnum):
@@ -366,138 +378,6 @@ class Packet(Record, frozen=True, kw_only=True):
 
     def artifact(self, name: str) -> Artifact | None:
         return next((a for a in reversed(self.artifacts) if a.name == name), None)
-
-
-# --- events ---------------------------------------------------------------------------
-
-
-class EventData(Record, frozen=True, tag_field="type"):
-    """Base of every event body; the class name (snake_case) is its `type`."""
-
-
-class Started(EventData, tag="started", frozen=True, kw_only=True):
-    title: str
-    kind: Kind
-    owner: str
-    target: str
-    notify: str | None = None
-    worker: str | None = None
-    lease_expires_at: datetime | None = None
-    stop_rules: StopRules = StopRules()
-    gates: tuple[Gate, ...] = ()
-    idempotency_key: str | None = None
-
-
-class Claimed(EventData, tag="claimed", frozen=True, kw_only=True):
-    epoch: int
-    lease_expires_at: datetime | None = None
-    took_over_from: str | None = None
-
-
-class Heartbeat(EventData, tag="heartbeat", frozen=True, kw_only=True):
-    note: str | None = None
-    fraction: float | None = None
-    lease_expires_at: datetime | None = None
-
-
-class BlockerOpened(EventData, tag="blocker_opened", frozen=True, kw_only=True):
-    blocker_id: str
-    kind: BlockerKind
-    detail: str
-
-
-class BlockerResolved(EventData, tag="blocker_resolved", frozen=True, kw_only=True):
-    blocker_id: str
-    resolution: str
-
-
-class ArtifactRecorded(EventData, tag="artifact_recorded", frozen=True, kw_only=True):
-    artifact: Artifact
-
-
-class EvidenceRecorded(EventData, tag="evidence_recorded", frozen=True, kw_only=True):
-    evidence: Evidence
-
-
-class MarkedReady(EventData, tag="marked_ready", frozen=True, kw_only=True):
-    summary: str
-    public_summary: str | None = None
-    artifacts: tuple[str, ...] = ()
-
-
-class ChangesRequested(EventData, tag="changes_requested", frozen=True, kw_only=True):
-    reason: str
-
-
-class AuthorityTransferred(EventData, tag="authority_transferred", frozen=True, kw_only=True):
-    authority: Authority
-    to: str
-
-
-class Approved(EventData, tag="approved", frozen=True, kw_only=True):
-    waivers: tuple[Waiver, ...] = ()
-
-
-class Cancelled(EventData, tag="cancelled", frozen=True, kw_only=True):
-    reason: str
-
-
-class Reviewed(EventData, tag="reviewed", frozen=True, kw_only=True):
-    review_id: str
-    evidence: tuple[Evidence, ...] = ()  # one rechecked item per gate run
-
-
-class Delivered(EventData, tag="delivered", frozen=True, kw_only=True):
-    key: str  # the final delivery's idempotency key
-    detail: str  # the target's receipt
-    attempts: int
-
-
-class DeliveryFailed(EventData, tag="delivery_failed", frozen=True, kw_only=True):
-    key: str
-    blocker_id: str  # the delivery_failed blocker this opens
-    detail: str  # names the target and the last error
-    attempts: int
-
-
-class Nudged(EventData, tag="nudged", frozen=True, kw_only=True):
-    topic: NudgeTopic
-    detail: str
-
-
-AnyEventData = (
-    Started
-    | Claimed
-    | Heartbeat
-    | BlockerOpened
-    | BlockerResolved
-    | ArtifactRecorded
-    | EvidenceRecorded
-    | MarkedReady
-    | ChangesRequested
-    | AuthorityTransferred
-    | Approved
-    | Cancelled
-    | Reviewed
-    | Nudged
-    | Delivered
-    | DeliveryFailed
-)
-
-
-class Event(Record, frozen=True, kw_only=True):
-    run_id: str
-    seq: int
-    at: datetime
-    actor: str
-    epoch: int | None = None  # the lease epoch the actor wrote under, when it is a worker
-    data: AnyEventData
-    prev_hash: str
-    hash: str
-
-    @property
-    def type(self) -> str:
-        return str(type(self.data).__struct_config__.tag)
 
 
 # --- JSON ---------------------------------------------------------------------------------

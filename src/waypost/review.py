@@ -23,10 +23,11 @@ from waypost.checks import (
     to_evidence,
 )
 from waypost.config import Config
+from waypost.core.authority import check_may_review
+from waypost.core.gates import HASHES_GATE, GateVerdict, next_review_id, unmet, verdicts
 from waypost.errors import InvalidInput
-from waypost.gates import HASHES_GATE, GateVerdict, next_review_id, unmet, verdicts
-from waypost.machine import check_may_review
-from waypost.model import Assurance, Gate, Packet, Reviewed
+from waypost.events import Reviewed
+from waypost.model import Assurance, Gate, Packet
 from waypost.runs import Run
 
 

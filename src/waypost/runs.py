@@ -9,44 +9,47 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from waypost.config import Config
-from waypost.durations import new_run_id, parse_deadline, utcnow
+from waypost.core.due import lease_until
+from waypost.core.history import make_event, prepare
+from waypost.core.machine import apply, next_blocker_id, next_evidence_id
+from waypost.core.writes import Snapshot
+from waypost.durations import Clock, new_run_id, parse_deadline, utcnow
 from waypost.errors import InvalidInput, StoreError, VersionConflict, WaypostError
-from waypost.history import make_event, prepare
-from waypost.machine import apply, next_blocker_id, next_evidence_id
-from waypost.model import (
+from waypost.events import (
     AnyEventData,
     Approved,
-    Artifact,
     ArtifactRecorded,
-    Assurance,
-    Authority,
     AuthorityTransferred,
-    BlockerKind,
     BlockerOpened,
     BlockerResolved,
     Cancelled,
     ChangesRequested,
     Claimed,
+    EvidenceRecorded,
+    Heartbeat,
+    MarkedReady,
+    Started,
+)
+from waypost.model import (
+    Artifact,
+    Assurance,
+    Authority,
+    BlockerKind,
     Evidence,
     EvidenceKind,
-    EvidenceRecorded,
     Gate,
-    Heartbeat,
     Kind,
-    MarkedReady,
     Packet,
-    Started,
     StopRules,
     Verdict,
     Waiver,
     to_json,
 )
-from waypost.store.base import Snapshot, Store
+from waypost.store.base import Store
 
-Clock = Callable[[], datetime]
 MAX_ATTEMPTS = 200
 
 
@@ -119,11 +122,6 @@ def _fingerprint(*params: object) -> str:
 
     return hashlib.sha256(to_json([str(p) if isinstance(p, datetime) else p
                                    for p in params])).hexdigest()
-
-
-def lease_until(rules: StopRules, now: datetime) -> datetime | None:
-    seconds = rules.max_silence or (rules.heartbeat_interval or 0) * 3
-    return now + timedelta(seconds=seconds) if seconds else None
 
 
 def _jitter(attempt: int) -> float:

@@ -19,43 +19,27 @@ import socket
 import threading
 from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
-from functools import lru_cache
 from itertools import islice
 
 import msgspec
 
-from waypost.durations import format_duration, utcnow
-from waypost.errors import VersionConflict, WaypostError
-from waypost.history import prepare
-from waypost.liveness import (
-    DELIVERY_STALL_AFTER,
-    deadline_due,
-    delivery_stall_due,
+from waypost.core.due import (
     is_due,
-    last_sign_of_life,
     next_check_at,
-    review_due,
-    silent_due,
 )
-from waypost.machine import WATCHDOG_PREFIX, next_blocker_id
-from waypost.model import (
-    AnyEventData,
-    BlockerKind,
-    BlockerOpened,
-    Nudged,
-    NudgeTopic,
-    Packet,
-    State,
-    Watcher,
-    WatcherRole,
-)
-from waypost.store.base import Deferral, Due, RunWrite, Snapshot, Store, SweeperLock
+from waypost.core.history import prepare
+from waypost.core.watching import actor_of, decide, next_look
+from waypost.core.writes import Deferral, Due, RunWrite, Snapshot
+from waypost.durations import Clock, utcnow
+from waypost.errors import VersionConflict, WaypostError
+from waypost.events import AnyEventData, BlockerOpened
+from waypost.model import Packet, State, Watcher, WatcherRole
+from waypost.store.base import Store, SweeperLock
 
 DEFAULT_INTERVAL = 30.0
 LEASE_INTERVALS = 3  # a watcher's lease lasts this many intervals unless told otherwise
 BATCH = 500  # due runs read per page
 MAX_STEPS = 8  # records per run per sweep (silent, then deadline, …), a guard against loops
-Clock = Callable[[], datetime]
 
 
 class Action(msgspec.Struct, frozen=True, kw_only=True):
@@ -79,66 +63,6 @@ class SweepReport(msgspec.Struct, frozen=True, kw_only=True):
     errors: tuple[str, ...] = ()
     sweeper: str | None = None  # a standby's live active watcher, if one is registered
     took_over: bool = False  # the lock was taken from a holder whose registration lapsed
-
-
-def actor_of(watcher_id: str) -> str:
-    return f"{WATCHDOG_PREFIX}{watcher_id}"
-
-
-# --- deciding: pure ------------------------------------------------------------------
-
-
-def decide(packet: Packet, now: datetime, *, relay_running: bool) -> AnyEventData | None:
-    """What a watchdog must record on this run at `now` (None: nothing)."""
-    if is_due(silent_due(packet), now):
-        return BlockerOpened(blocker_id=next_blocker_id(packet), kind=BlockerKind.WORKER_SILENT,
-                             detail=silent_detail(packet, now))
-    deadline = packet.stop_rules.deadline
-    if deadline is not None and is_due(deadline_due(packet), now):
-        return BlockerOpened(blocker_id=next_blocker_id(packet),
-                             kind=BlockerKind.DEADLINE_PASSED,
-                             detail=f"the deadline {deadline:%Y-%m-%d %H:%M:%S}Z passed "
-                             f"while the run was {packet.state}")
-    if packet.result is not None and is_due(review_due(packet), now):
-        waited = format_duration((now - packet.result.submitted_at).total_seconds())
-        return Nudged(topic=NudgeTopic.REVIEW_OVERDUE,
-                      detail=f"finished, never heard back: ready for review for {waited}; "
-                      f"review it with: waypost review {packet.id}")
-    if not relay_running and is_due(delivery_stall_due(packet), now):
-        return Nudged(topic=NudgeTopic.DELIVERY_STALLED,
-                      detail=f"delivery queued, no relay running: nothing will reach "
-                      f"{packet.target} until one runs: waypost deliver")
-    return None
-
-
-def silent_detail(packet: Packet, now: datetime) -> str:
-    """Names the last heartbeat, the last note and the lease holder."""
-    since = last_sign_of_life(packet)
-    heard = packet.progress.last_heartbeat
-    last = (f"last heartbeat {heard:%Y-%m-%d %H:%M:%S}Z" if heard
-            else f"no heartbeat since {since:%Y-%m-%d %H:%M:%S}Z")
-    quiet = format_duration((now - since).total_seconds())
-    holder = (f"{packet.worker.actor} (epoch {packet.worker.epoch})" if packet.worker
-              else "nobody")
-    note = f'"{packet.progress.note}"' if packet.progress.note else "none"
-    limit = _silence_limit(packet.stop_rules.max_silence or 0)
-    return (f"silent for {quiet} (max silence {limit}): {last}; last note: {note}; "
-            f"lease holder: {holder}")
-
-
-@lru_cache(maxsize=64)
-def _silence_limit(seconds: float) -> str:
-    """A stop rule's max silence as a detail names it: a few values shared by many runs."""
-    return format_duration(seconds)
-
-
-def next_look(packet: Packet, now: datetime, *, relay_running: bool) -> datetime | None:
-    """When to look again at a run that needs nothing now."""
-    later = next_check_at(packet, after=now)
-    if relay_running and is_due(delivery_stall_due(packet), now):
-        again = now + timedelta(seconds=DELIVERY_STALL_AFTER)  # in case the relay goes away
-        later = min(later, again) if later else again
-    return later
 
 
 # --- sweeping ------------------------------------------------------------------------

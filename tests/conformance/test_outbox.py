@@ -8,24 +8,15 @@ import pytest
 
 from tests.delivery_support import approved_run
 from tests.helpers import FakeClock
-from waypost import outbox, runs
+from waypost import runs
+from waypost.core import outbox
+from waypost.core.history import make_event
+from waypost.core.machine import apply, next_blocker_id
+from waypost.core.writes import RunWrite
 from waypost.errors import NotFound, StaleLease, VersionConflict
-from waypost.history import make_event
-from waypost.machine import apply, next_blocker_id
-from waypost.model import (
-    Authority,
-    Delivered,
-    DeliveryFailed,
-    DeliveryStatus,
-    Heartbeat,
-    Kind,
-    OutboxItem,
-    Purpose,
-    RelayInfo,
-    State,
-)
+from waypost.events import Delivered, DeliveryFailed, Heartbeat
+from waypost.model import Authority, DeliveryStatus, Kind, OutboxItem, Purpose, RelayInfo, State
 from waypost.store import Store
-from waypost.store.base import RunWrite
 
 LEASE = 60.0
 

@@ -7,7 +7,7 @@ import pytest
 
 from tests.helpers import FakeClock
 from waypost import runs
-from waypost.history import verify_run
+from waypost.core.history import verify_run
 from waypost.model import Assurance, EvidenceKind, Kind, Verdict
 from waypost.store import Store
 

@@ -8,10 +8,11 @@ import pytest
 
 from tests.helpers import FakeClock
 from waypost import runs
+from waypost.core.history import make_event, verify_run
+from waypost.core.machine import apply
 from waypost.errors import IdempotencyConflict, NotFound, StaleLease, VersionConflict
-from waypost.history import make_event, verify_run
-from waypost.machine import apply
-from waypost.model import BlockerKind, Heartbeat, Kind, State
+from waypost.events import Heartbeat
+from waypost.model import BlockerKind, Kind, State
 from waypost.store import Store
 
 

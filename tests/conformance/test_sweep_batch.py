@@ -12,11 +12,12 @@ import pytest
 
 from tests.helpers import FakeClock
 from waypost import runs, watchdog
+from waypost.core import watching
+from waypost.core.history import prepare, verify_run
+from waypost.core.writes import Deferral, RunWrite, in_force
 from waypost.errors import StoreError
-from waypost.history import prepare, verify_run
 from waypost.model import Authority, Kind
 from waypost.store import Store, open_store
-from waypost.store.base import Deferral, RunWrite, in_force
 
 WATCHDOG = "watchdog:t"
 
@@ -34,7 +35,7 @@ def _silent(store: Store, clock: FakeClock, **rules: object) -> runs.Run:
 def _silence(store: Store, run_id: str, clock: FakeClock) -> RunWrite:
     """The watchdog's worker_silent write on a run, as a sweep decides it."""
     snap = store.load(run_id)
-    data = watchdog.decide(snap.packet, clock(), relay_running=False)
+    data = watching.decide(snap.packet, clock(), relay_running=False)
     assert data is not None
     return prepare(snap, [(data, None)], actor=WATCHDOG, at=clock())
 

@@ -11,9 +11,9 @@ import pytest
 
 from tests.helpers import FakeClock
 from waypost import artifacts, runs
+from waypost.core.due import next_check_at
+from waypost.core.history import verify_run
 from waypost.errors import InvalidInput, NotFound
-from waypost.history import verify_run
-from waypost.liveness import next_check_at
 from waypost.model import ArtifactRole, BlockerKind, Kind, State, Watcher
 from waypost.store import Store
 

@@ -15,16 +15,8 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from waypost.model import (
-    Artifact,
-    Delivery,
-    Event,
-    Evidence,
-    Packet,
-    Purpose,
-    to_builtins,
-    to_json,
-)
+from waypost.events import Event
+from waypost.model import Artifact, Delivery, Evidence, Packet, Purpose, to_builtins, to_json
 
 Document = dict[str, Any]
 NO_PUBLIC_SUMMARY = "(no public summary was given)"

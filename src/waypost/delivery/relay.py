@@ -16,26 +16,19 @@ import threading
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 
+from waypost.core.authority import RELAY_PREFIX
+from waypost.core.history import prepare
+from waypost.core.machine import next_blocker_id
+from waypost.core.writes import RunWrite
 from waypost.delivery import document, policy
 from waypost.delivery.settings import DeliverySettings
 from waypost.delivery.targets import Outgoing, Target, resolve
-from waypost.durations import utcnow
+from waypost.durations import Clock, utcnow
 from waypost.errors import Refused, StaleLease, StoreError, VersionConflict
-from waypost.history import prepare
-from waypost.machine import RELAY_PREFIX, next_blocker_id
-from waypost.model import (
-    AnyEventData,
-    Delivered,
-    Delivery,
-    DeliveryFailed,
-    Event,
-    Purpose,
-    RelayInfo,
-    State,
-)
-from waypost.store.base import RunWrite, Store
+from waypost.events import AnyEventData, Delivered, DeliveryFailed, Event
+from waypost.model import Delivery, Purpose, RelayInfo, State
+from waypost.store.base import Store
 
-Clock = Callable[[], datetime]
 Resolver = Callable[[str, DeliverySettings], Target]
 MAX_CONFLICTS = 50
 BEAT_EVERY = 10.0  # seconds between registration renewals while draining

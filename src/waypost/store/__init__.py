@@ -8,8 +8,9 @@ import os
 from typing import TYPE_CHECKING
 
 from waypost.config import find_upward
+from waypost.core.writes import Snapshot
 from waypost.errors import InvalidInput, NotFound
-from waypost.store.base import Snapshot, Store
+from waypost.store.base import Store
 
 if TYPE_CHECKING:
     from waypost.store.postgres import PostgresStore

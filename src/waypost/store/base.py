@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime
 from types import TracebackType
 from typing import Self, TypeVar
 
 import msgspec
 
+from waypost.core.writes import Deferral, Due, RunWrite, Snapshot
 from waypost.errors import StaleLease
-from waypost.model import Delivery, Event, OutboxItem, Packet, RelayInfo, State, Watcher
+from waypost.events import Event
+from waypost.model import Delivery, OutboxItem, Packet, RelayInfo, State, Watcher
 
 _Moment = TypeVar("_Moment", float, datetime)  # unix time (SQLite) or datetime (PostgreSQL)
 
@@ -42,26 +44,6 @@ def lost_lease(current: Delivery, relay: str) -> StaleLease:
     )
 
 
-class Snapshot:
-    """A packet as read, with the hash of its last event (what the next event chains to)."""
-
-    __slots__ = ("head_hash", "packet")
-
-    def __init__(self, packet: Packet, head_hash: str) -> None:
-        self.packet = packet
-        self.head_hash = head_hash
-
-
-class Due(Snapshot):
-    """A run whose next check is due, with its stored `next_check_at` (the paging key)."""
-
-    __slots__ = ("due_at",)
-
-    def __init__(self, packet: Packet, head_hash: str, due_at: datetime) -> None:
-        super().__init__(packet, head_hash)
-        self.due_at = due_at
-
-
 class Pruned(msgspec.Struct, frozen=True, kw_only=True):
     """What `Store.prune` removed."""
 
@@ -70,42 +52,6 @@ class Pruned(msgspec.Struct, frozen=True, kw_only=True):
     deliveries: int  # outbox rows
     blobs: int
     blob_bytes: int
-
-
-class RunWrite(msgspec.Struct, frozen=True, kw_only=True):
-    """A run write (what `Store.commit` takes), to be committed with an outbox change."""
-
-    run_id: str
-    expected_version: int
-    events: tuple[Event, ...]
-    packet: Packet
-    outbox: tuple[OutboxItem, ...] = ()
-
-
-class Deferral(msgspec.Struct, frozen=True, kw_only=True):
-    """A run's next check moved to `at` (None: never) without an event, if its packet is
-    still at `expected_version` (what `Store.defer_check` does)."""
-
-    run_id: str
-    expected_version: int
-    at: datetime | None
-
-
-def in_force(writes: Sequence[RunWrite | Deferral], versions: Mapping[str, int]) -> list[bool]:
-    """Which of a batch's writes apply, given each run's version as it stands (read under
-    the batch's write lock): those whose run is at their `expected_version` once the
-    batch's earlier writes are applied. After a run's first miss, its later writes miss
-    too: they were decided from a packet that another writer has replaced."""
-    at: dict[str, int | None] = dict(versions)
-    applies = []
-    for write in writes:
-        hit = at.get(write.run_id) == write.expected_version
-        if not hit:
-            at[write.run_id] = None
-        elif isinstance(write, RunWrite):
-            at[write.run_id] = write.packet.version
-        applies.append(hit)
-    return applies
 
 
 class SweeperLock(ABC):

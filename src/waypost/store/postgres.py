@@ -18,6 +18,8 @@ import msgspec
 import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
 
+from waypost.core.due import next_check_at
+from waypost.core.writes import Deferral, Due, RunWrite, Snapshot, in_force
 from waypost.errors import (
     IdempotencyConflict,
     IntegrityError,
@@ -26,20 +28,11 @@ from waypost.errors import (
     StoreError,
     VersionConflict,
 )
-from waypost.liveness import next_check_at
-from waypost.model import (
-    TERMINAL,
-    Delivery,
-    Event,
-    Packet,
-    RelayInfo,
-    State,
-    Watcher,
-    to_json,
-)
+from waypost.events import Event
+from waypost.model import TERMINAL, Delivery, Packet, RelayInfo, State, Watcher, to_json
 from waypost.store import postgres_outbox as outbox_sql
 from waypost.store import postgres_watch as watch_sql
-from waypost.store.base import Deferral, Due, Pruned, RunWrite, Snapshot, Store, in_force
+from waypost.store.base import Pruned, Store
 from waypost.store.postgres_live import AdvisoryLock, RunListener, driver_errors
 from waypost.store.postgres_setup import (
     CONNECT_TIMEOUT,

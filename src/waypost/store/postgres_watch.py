@@ -11,8 +11,8 @@ from typing import Any, LiteralString
 import msgspec
 import psycopg
 
+from waypost.core.writes import Deferral
 from waypost.model import Packet, Watcher, WatcherRole
-from waypost.store.base import Deferral
 
 Cursor = psycopg.Cursor[Any]
 PRUNE_BATCH = 500

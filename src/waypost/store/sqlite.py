@@ -12,6 +12,8 @@ from datetime import datetime
 
 import msgspec
 
+from waypost.core.due import next_check_at
+from waypost.core.writes import Deferral, Due, RunWrite, Snapshot, in_force
 from waypost.errors import (
     IdempotencyConflict,
     IntegrityError,
@@ -20,11 +22,10 @@ from waypost.errors import (
     StoreError,
     VersionConflict,
 )
-from waypost.liveness import next_check_at
+from waypost.events import Event
 from waypost.model import (
     TERMINAL,
     Delivery,
-    Event,
     Packet,
     RelayInfo,
     State,
@@ -33,17 +34,7 @@ from waypost.model import (
     to_json,
 )
 from waypost.store import sqlite_outbox, sqlite_watch
-from waypost.store.base import (
-    AlwaysHeld,
-    Deferral,
-    Due,
-    Pruned,
-    RunWrite,
-    Snapshot,
-    Store,
-    check_moves,
-    in_force,
-)
+from waypost.store.base import AlwaysHeld, Pruned, Store, check_moves
 
 SCHEMA_VERSION = 6
 BUSY_TIMEOUT_MS = 60_000

@@ -3,20 +3,17 @@
 
 from __future__ import annotations
 
-import signal
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import timedelta
 
 import click
 
 from waypost import handoff, watchdog
-from waypost.cli import Ctx, duration, verb
+from waypost.cli.context import Ctx, duration, stopped_by_signals, verb
+from waypost.core.observed import interval_text
 from waypost.durations import parse_duration, utcnow
 from waypost.errors import InvalidInput
-from waypost.liveness import interval_text
-from waypost.model import TERMINAL, State, WatcherRole
+from waypost.model import TERMINAL, State, WatcherRole, parse_states
 
 
 @click.command()
@@ -62,20 +59,9 @@ def watch(ctx: Ctx, once: bool, interval: str, lease: str | None, owner: str | N
         click.echo(f"watching {scope} as {w.id} (sweep every {interval_text(every)}, lease "
                    f"{interval_text(w.lease)}); stop with Ctrl-C or SIGTERM")
     stop = threading.Event()
-    with _stopping_on_signals(stop):
+    with stopped_by_signals(stop):
         w.run(stop, _Reports(ctx, quiet=True).show,
               lambda exc: click.echo(f"waypost watch: sweep failed: {exc.message}", err=True))
-
-
-@contextmanager
-def _stopping_on_signals(stop: threading.Event) -> Iterator[None]:
-    previous = {sig: signal.signal(sig, lambda *_: stop.set())
-                for sig in (signal.SIGTERM, signal.SIGINT)}
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
 
 
 class _Reports:
@@ -158,12 +144,7 @@ def prune(ctx: Ctx, older_than: str, states: str, blob_grace: str) -> None:
 
 
 def _finished_states(text: str) -> list[State]:
-    names = [n.strip() for n in text.split(",") if n.strip()]
-    try:
-        chosen = [State(n) for n in names]
-    except ValueError:
-        known = ", ".join(s.value for s in State)
-        raise InvalidInput(f"unknown state in {text!r} (known: {known})") from None
+    chosen = parse_states([text])
     active = [s.value for s in chosen if s not in TERMINAL]
     if active or not chosen:
         raise InvalidInput(

@@ -6,11 +6,12 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Protocol, cast
 
-from waypost import entry, outbox
+from waypost.core import outbox
+from waypost.core.machine import apply
+from waypost.core.writes import RunWrite, Snapshot
 from waypost.errors import IntegrityError, WaypostError
-from waypost.machine import apply
-from waypost.model import AnyEventData, Event, OutboxItem, Packet, from_json, to_json
-from waypost.store.base import RunWrite, Snapshot
+from waypost.events import AnyEventData, Event
+from waypost.model import OutboxItem, Packet, from_json, to_json
 
 GENESIS = "0" * 64
 
@@ -19,22 +20,31 @@ class _Hash(Protocol):
     def hexdigest(self) -> str: ...
 
 
-def _sha256() -> Callable[[bytes], _Hash]:
-    """OpenSSL's SHA-256 (hashlib), ~3x faster per event than Python's own; but loading
-    OpenSSL costs ~3 ms, a twentieth of a hot CLI call that hashes one event, so a one-shot
-    process takes Python's own (the same digest), where the Python has it."""
-    if entry.one_shot:
-        for name in ("_sha2", "_sha256"):  # Python 3.12+, 3.11
-            try:
-                return cast(Callable[[bytes], _Hash], __import__(name).sha256)
-            except ImportError:
-                pass
-    from hashlib import sha256
-
-    return sha256
+Hasher = Callable[[bytes], _Hash]
+_sha256: Hasher | None = None  # chosen on first use, or by `prefer_quick_start`
 
 
-sha256 = _sha256()
+def prefer_quick_start() -> None:
+    """Hash with Python's own SHA-256 in this process: OpenSSL's (hashlib) is ~3x faster per
+    event, but loading it costs ~3 ms, a twentieth of a one-shot CLI process that hashes one
+    event and exits. The digest is the same. A no-op where this Python has no such module."""
+    global _sha256  # noqa: PLW0603
+    for name in ("_sha2", "_sha256"):  # Python 3.12+, 3.11
+        try:
+            _sha256 = cast(Hasher, __import__(name).sha256)
+            return
+        except ImportError:
+            pass
+
+
+def sha256(data: bytes) -> _Hash:
+    """SHA-256 of `data`: OpenSSL's unless `prefer_quick_start` chose Python's own."""
+    global _sha256  # noqa: PLW0603
+    if _sha256 is None:
+        from hashlib import sha256 as openssl_sha256
+
+        _sha256 = openssl_sha256
+    return _sha256(data)
 
 
 def event_hash(

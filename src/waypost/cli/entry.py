@@ -8,7 +8,8 @@ between every step of an agent's work, so it starts as light as it can:
   and uses `typing`'s when it is absent. waypost's records use nothing from it, and
   importing it (with `inspect`, `ast` and `dis` behind it) costs ~9 ms, a sixth of a
   heartbeat. So it is hidden while msgspec loads, and imports normally afterwards.
-- No cyclic garbage collection (see `main`), and `one_shot` tells the modules that care.
+- No cyclic garbage collection (see `main`), and events are hashed with Python's own
+  SHA-256, sparing the load of OpenSSL (`waypost.core.history.prefer_quick_start`).
 - No interpreter teardown: once the verb has closed its store and its output is flushed,
   the process ends at once (`exit_now`), sparing the ~4 ms of unloading every module.
 
@@ -19,22 +20,20 @@ import gc
 import os
 import sys
 
-HOT_VERBS = ("heartbeat", "show", "block", "ls")  # `waypost.cli.HOT`; a test keeps them equal
-
-# True in a hot verb's process, which does one thing and exits: where a module that loads
-# fast and one that runs fast differ, it takes the first (see waypost.history's SHA-256).
-one_shot = False
+HOT_VERBS = ("heartbeat", "show", "block", "ls")  # `waypost.cli.hot.HOT`; a test keeps them equal
 
 
 def main() -> int:
-    global one_shot  # noqa: PLW0603
-    if len(sys.argv) > 1 and sys.argv[1] in HOT_VERBS:
-        one_shot = True
+    one_shot = len(sys.argv) > 1 and sys.argv[1] in HOT_VERBS
+    if one_shot:
         # No cyclic garbage collection: ~17 collections ran while a heartbeat loaded its
         # modules (~3 ms), in a process that makes no garbage cycles worth freeing and exits.
         gc.disable()
         import_msgspec_without_typing_extensions()
-    from waypost.cli import main as cli_main
+        from waypost.core import history
+
+        history.prefer_quick_start()
+    from waypost.cli.dispatch import main as cli_main
 
     code = cli_main()
     if one_shot:

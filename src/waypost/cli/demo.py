@@ -10,6 +10,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import click
+
+from waypost.cli.context import Ctx, verb
 from waypost.errors import WaypostError
 from waypost.model import from_json
 
@@ -67,7 +70,7 @@ def _flow(work: Path, store_url: str | None,
 
 
 def _invoke(argv: list[str], say: Callable[[str], None]) -> str:
-    from waypost.cli import main
+    from waypost.cli.dispatch import main
 
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
@@ -79,3 +82,14 @@ def _invoke(argv: list[str], say: Callable[[str], None]) -> str:
     if text.strip():
         say(text.rstrip())
     return text
+
+
+@click.command()
+@click.option("--dir", "directory", type=click.Path(file_okay=False), help="Work here "
+              "[default: a new temporary directory].")
+@verb
+def demo(ctx: Ctx, directory: str | None) -> None:
+    """Run a whole flow end to end on a fresh SQLite store and print the packet."""
+    result = run_demo(directory, store_url=ctx.store_url, echo=None if ctx.json else click.echo)
+    if ctx.json:
+        ctx.emit(result, "")

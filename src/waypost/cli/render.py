@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from waypost.delivery import status as delivery_status
+from waypost.core import observed as delivery_status
 from waypost.durations import format_duration
-from waypost.model import Event, Evidence, Packet, Review
+from waypost.events import Event
+from waypost.model import Evidence, Packet, Review
 
 
 def _when(moment: datetime | None) -> str:

@@ -7,9 +7,9 @@ from collections.abc import Sequence
 
 import click
 
-from waypost.cli import Ctx, verb
+from waypost.cli.context import Ctx, verb
+from waypost.core.gates import GateVerdict, unmet
 from waypost.errors import RuleViolation
-from waypost.gates import GateVerdict, unmet
 
 
 def _row(v: GateVerdict) -> tuple[str, str, str, str, str]:

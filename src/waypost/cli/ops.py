@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import click
 import msgspec
 
-from waypost.cli import Ctx, duration, verb
+from waypost.cli.context import Ctx, duration, verb
 from waypost.durations import utcnow
 from waypost.errors import NotFound, WaypostError
 from waypost.store import POSTGRES_SCHEMES, Store, open_postgres, sqlite_path

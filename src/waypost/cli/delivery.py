@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import signal
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from types import FrameType
 
 import click
 
-from waypost.cli import Ctx, duration, verb
+from waypost.cli.context import Ctx, duration, stopped_by_signals, verb
 from waypost.delivery.relay import Relay
 from waypost.delivery.settings import DeliverySettings, load_settings
 from waypost.delivery.signing import secret_key
@@ -66,7 +62,7 @@ def deliver(ctx: Ctx, once: bool, backoff_base: str | None, max_delay: str | Non
     stop = threading.Event()
     if not ctx.json:
         click.echo(f"{relay.id}: delivering from {ctx.store.url} (stop with Ctrl-C or SIGTERM)")
-    with _stopped_by_signals(stop):
+    with stopped_by_signals(stop):
         relay.serve(stop, poll=parse_duration(interval))
     ctx.emit({"relay": relay.id, "stopped": True}, f"{relay.id}: stopped")
 
@@ -102,18 +98,3 @@ def describe(delivery: Delivery) -> str:
     wait = (delivery.next_attempt_at - (delivery.last_attempt_at or delivery.next_attempt_at))
     return (f"{head}: attempt {delivery.attempts} failed ({delivery.last_error}); next in "
             f"{format_duration(wait.total_seconds())}")
-
-
-@contextmanager
-def _stopped_by_signals(stop: threading.Event) -> Iterator[None]:
-    """SIGTERM and SIGINT set `stop`: the relay finishes the send in hand, then exits."""
-
-    def handler(signum: int, frame: FrameType | None) -> None:
-        stop.set()
-
-    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGINT)}
-    try:
-        yield
-    finally:
-        for sig, old in previous.items():
-            signal.signal(sig, old)

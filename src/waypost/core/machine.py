@@ -1,4 +1,5 @@
-"""The state machine: one transition table and a pure `apply(packet, event) -> packet`.
+"""The state machine: a pure `apply(packet, event) -> packet` over the transition table
+(`moves`) and the authority rules (`authority`).
 
 No I/O and no clock: everything `apply` needs is in the packet and the event, so replaying
 a run's events (`fold`) always rebuilds the stored packet exactly.
@@ -6,41 +7,22 @@ a run's events (`fold`) always rebuilds the stored packet exactly.
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Callable, Iterable, Mapping
-from datetime import datetime
 from typing import Final
 
 import msgspec
 
-from waypost import gates, outbox
-from waypost.errors import (
-    IllegalTransition,
-    InvalidInput,
-    NotAuthorized,
-    NotFound,
-    RuleViolation,
-    StaleLease,
-)
-from waypost.liveness import (
-    deadline_due,
-    delivery_stall_due,
-    is_due,
-    review_due,
-    silent_due,
-)
-from waypost.model import (
-    Approval,
+from waypost.core import gates, outbox
+from waypost.core.authority import authorize
+from waypost.core.moves import MOVE_OF, destination
+from waypost.errors import IllegalTransition, InvalidInput, NotFound, RuleViolation
+from waypost.events import (
     Approved,
     ArtifactRecorded,
-    Authority,
     AuthorityTransferred,
-    Blocker,
-    BlockerKind,
     BlockerOpened,
     BlockerResolved,
     Cancelled,
-    ChangeRequest,
     ChangesRequested,
     Claimed,
     Delivered,
@@ -49,125 +31,30 @@ from waypost.model import (
     EventData,
     EvidenceRecorded,
     Heartbeat,
+    MarkedReady,
+    Nudged,
+    Reviewed,
+    Started,
+)
+from waypost.model import (
+    Approval,
+    Blocker,
+    BlockerKind,
+    ChangeRequest,
     Kind,
     Lease,
-    MarkedReady,
     Nudge,
-    Nudged,
-    NudgeTopic,
     Packet,
     Progress,
     Receipt,
     Result,
     Review,
-    Reviewed,
-    Started,
     State,
     Transfer,
     Verdict,
 )
 
-
-class Move(enum.StrEnum):
-    CLAIM = "claim"  # take or take over the worker's lease
-    HEARTBEAT = "heartbeat"  # the worker says it is alive
-    BLOCK = "block"  # open a blocker
-    UNBLOCK = "unblock"  # resolve a blocker
-    ARTIFACT = "artifact"  # record an artifact
-    EVIDENCE = "evidence"  # record evidence
-    READY = "ready"  # submit the result packet for review
-    CHANGES = "changes"  # the owner sends the work back
-    APPROVE = "approve"  # the owner (or a transferee) accepts the result; delivery is queued
-    REVIEW = "review"  # the owner (or a transferee) re-runs the gates and records the verdicts
-    TRANSFER = "transfer"  # the owner hands over an authority
-    CANCEL = "cancel"  # the owner stops the run
-    NUDGE = "nudge"  # the watchdog tells the owner that something waits on them
-    DELIVER = "deliver"  # the relay records the target's receipt for the final delivery
-    DELIVERY_FAIL = "delivery_fail"  # the relay gives up on the final delivery: blocked
-
-
-class _Return:
-    """Marker: the move returns to the state `blocked` came from (once no blocker is open)."""
-
-
-RETURN: Final = _Return()
-Target = State | None | _Return  # None: the state does not change
-
-S = State
-TABLE: Final[Mapping[State, Mapping[Move, Target]]] = {
-    S.IN_PROGRESS: {
-        Move.CLAIM: None,
-        Move.HEARTBEAT: None,
-        Move.BLOCK: S.BLOCKED,
-        Move.ARTIFACT: None,
-        Move.EVIDENCE: None,
-        Move.READY: S.READY_FOR_REVIEW,
-        Move.TRANSFER: None,
-        Move.CANCEL: S.CANCELLED,
-    },
-    S.BLOCKED: {
-        Move.CLAIM: None,
-        Move.HEARTBEAT: None,
-        Move.BLOCK: S.BLOCKED,
-        Move.UNBLOCK: RETURN,
-        Move.ARTIFACT: None,
-        Move.EVIDENCE: None,
-        Move.TRANSFER: None,
-        Move.CANCEL: S.CANCELLED,
-    },
-    S.READY_FOR_REVIEW: {
-        Move.EVIDENCE: None,
-        Move.REVIEW: None,
-        Move.CHANGES: S.IN_PROGRESS,
-        Move.APPROVE: S.APPROVED,
-        Move.TRANSFER: None,
-        Move.NUDGE: None,
-        Move.CANCEL: S.CANCELLED,
-    },
-    S.APPROVED: {
-        Move.TRANSFER: None,
-        Move.DELIVER: S.DELIVERED,
-        Move.DELIVERY_FAIL: S.BLOCKED,
-        Move.NUDGE: None,
-        Move.CANCEL: S.CANCELLED,
-    },
-    S.DELIVERED: {},
-    S.CANCELLED: {},
-}
-
-MOVE_OF: Final[Mapping[type[EventData], Move]] = {
-    Claimed: Move.CLAIM,
-    Heartbeat: Move.HEARTBEAT,
-    BlockerOpened: Move.BLOCK,
-    BlockerResolved: Move.UNBLOCK,
-    ArtifactRecorded: Move.ARTIFACT,
-    EvidenceRecorded: Move.EVIDENCE,
-    MarkedReady: Move.READY,
-    ChangesRequested: Move.CHANGES,
-    AuthorityTransferred: Move.TRANSFER,
-    Approved: Move.APPROVE,
-    Reviewed: Move.REVIEW,
-    Cancelled: Move.CANCEL,
-    Nudged: Move.NUDGE,
-    Delivered: Move.DELIVER,
-    DeliveryFailed: Move.DELIVERY_FAIL,
-}
-
-OWNER_MOVES: Final = frozenset({Move.CHANGES, Move.TRANSFER, Move.CANCEL})
-WATCHDOG_PREFIX: Final = "watchdog:"
-RELAY_PREFIX: Final = "relay:"
-# what a watchdog may record, each with the moment it falls due (liveness.py)
-WATCHED: Final[Mapping[str, Callable[[Packet], datetime | None]]] = {
-    BlockerKind.WORKER_SILENT: silent_due,
-    BlockerKind.DEADLINE_PASSED: deadline_due,
-    NudgeTopic.REVIEW_OVERDUE: review_due,
-    NudgeTopic.DELIVERY_STALLED: delivery_stall_due,
-}
 VAGUE_DETAILS: Final = frozenset({"waiting", "blocked", "stuck", "pending", "todo", "tbd", "?"})
-
-
-def allowed_moves(state: State) -> list[str]:
-    return sorted(TABLE[state])
 
 
 def apply(packet: Packet | None, event: Event) -> Packet:
@@ -181,8 +68,8 @@ def apply(packet: Packet | None, event: Event) -> Packet:
     if event.seq != packet.version + 1:
         raise InvalidInput(f"event seq {event.seq} does not follow version {packet.version}")
     move = MOVE_OF[type(event.data)]
-    target = _target(packet, move)
-    _authorize(packet, event, move)
+    target = destination(packet, move)
+    authorize(packet, event, move)
     changed = _HANDLERS[type(event.data)](packet, event)
     if isinstance(target, State):
         changed = _enter(changed, packet, target)
@@ -204,134 +91,6 @@ def next_blocker_id(packet: Packet) -> str:
 
 def next_evidence_id(packet: Packet) -> str:
     return f"e{len(packet.evidence) + 1}"
-
-
-# --- checks ---------------------------------------------------------------------------
-
-
-def _target(packet: Packet, move: Move) -> Target:
-    moves = TABLE[packet.state]
-    if move in moves:
-        return moves[move]
-    allowed = ", ".join(allowed_moves(packet.state)) or "none (terminal)"
-    hint = ""
-    if packet.state is State.BLOCKED:
-        hint = "; ".join(
-            f"resolve {b.id} with: waypost unblock {packet.id} {b.id} --resolution TEXT"
-            for b in packet.open_blockers
-        )
-        blockers = ", ".join(f'{b.id} ({b.kind}: "{b.detail}")' for b in packet.open_blockers)
-        message = f"run {packet.id} is blocked by {blockers}: cannot {move}"
-    else:
-        message = f"run {packet.id} is {packet.state}: cannot {move}"
-    raise IllegalTransition(f"{message} (allowed from {packet.state}: {allowed})", hint=hint)
-
-
-def is_watchdog(actor: str) -> bool:
-    return actor.startswith(WATCHDOG_PREFIX)
-
-
-def _authorize(packet: Packet, event: Event, move: Move) -> None:
-    if is_watchdog(event.actor) or move is Move.NUDGE:
-        _check_watchdog(packet, event)
-        return
-    if move is Move.CLAIM:
-        return
-    if move in (Move.DELIVER, Move.DELIVERY_FAIL):
-        _check_relay(packet, event, move)
-        return
-    if move in (Move.APPROVE, Move.REVIEW):
-        _check_authority(packet, event.actor, Authority.APPROVE, move)
-        return
-    if move in OWNER_MOVES:
-        if event.actor != packet.owner:
-            raise NotAuthorized(
-                f"{event.actor} may not {move} run {packet.id}: only its owner {packet.owner} may",
-                hint=f"run it as the owner: --as {packet.owner}",
-            )
-        return
-    _check_worker(packet, event, move)
-
-
-def _watched_condition(data: EventData) -> Callable[[Packet], datetime | None] | None:
-    if isinstance(data, BlockerOpened):
-        return WATCHED.get(data.kind)
-    if isinstance(data, Nudged):
-        return WATCHED.get(data.topic)
-    return None
-
-
-def _check_watchdog(packet: Packet, event: Event) -> None:
-    """A watchdog records only the conditions it watches for, and only once they hold."""
-    condition = _watched_condition(event.data)
-    if condition is None or not is_watchdog(event.actor):
-        raise NotAuthorized(
-            f"{event.actor} may not record {event.type} on {packet.id}: a watchdog "
-            f"({WATCHDOG_PREFIX}ID) records only " + ", ".join(WATCHED) + " (and nothing else)",
-            hint=f"see the run with: waypost show {packet.id}",
-        )
-    due = condition(packet)
-    if not is_due(due, event.at):
-        what = getattr(event.data, "kind", None) or getattr(event.data, "topic", "")
-        why = (f"due {due:%Y-%m-%d %H:%M:%S}Z" if due
-               else f"already recorded, or nothing to watch for in {packet.state}")
-        raise RuleViolation(
-            f"{event.actor} may not record {what} on {packet.id} at "
-            f"{event.at:%Y-%m-%d %H:%M:%S}Z: it is not due ({why})",
-            hint=f"nothing to do; see the run with: waypost show {packet.id}",
-        )
-
-
-def _check_worker(packet: Packet, event: Event, move: Move) -> None:
-    lease = packet.worker
-    if lease is not None and event.actor == lease.actor:
-        if event.epoch is not None and event.epoch != lease.epoch:
-            raise StaleLease(
-                f"{event.actor} wrote to {packet.id} with lease epoch {event.epoch}, "
-                f"but the current epoch is {lease.epoch}",
-                hint=f"claim it again: waypost claim {packet.id} --as {event.actor}",
-            )
-        return
-    if event.actor == packet.owner and (move is not Move.HEARTBEAT or lease is None):
-        return  # the owner is never fenced, but only a lease holder's heartbeat counts
-    if lease is not None:
-        raise StaleLease(
-            f"{event.actor} does not hold the lease on {packet.id}: {lease.actor} took it "
-            f"(epoch {lease.epoch}) at {lease.acquired_at:%Y-%m-%d %H:%M:%S}Z",
-            hint=f"ask {lease.actor} or the owner {packet.owner}; to take it over: "
-            f"waypost claim {packet.id} --as {event.actor}",
-        )
-    raise NotAuthorized(
-        f"{event.actor} may not {move} run {packet.id}: it is neither the owner "
-        f"({packet.owner}) nor the worker (nobody holds the lease)",
-        hint=f"claim it first: waypost claim {packet.id} --as {event.actor}",
-    )
-
-
-def holds_authority(packet: Packet, actor: str, authority: Authority) -> bool:
-    """The owner holds every authority; others only by an explicit transfer."""
-    return actor == packet.owner or any(
-        t.authority is authority and t.to == actor for t in packet.transfers)
-
-
-def check_may_review(packet: Packet, actor: str) -> None:
-    """Raise unless `actor` may review `packet` now (asked before any gate is run)."""
-    _target(packet, Move.REVIEW)
-    _check_authority(packet, actor, Authority.APPROVE, Move.REVIEW)
-
-
-def _check_authority(packet: Packet, actor: str, authority: Authority,
-                     move: Move | None = None) -> None:
-    if holds_authority(packet, actor, authority):
-        return
-    holders = [packet.owner, *(t.to for t in packet.transfers if t.authority is authority)]
-    role = " (the run's own worker)" if packet.worker and packet.worker.actor == actor else ""
-    raise NotAuthorized(
-        f"{actor}{role} may not {move or authority} run {packet.id}: only "
-        + ", ".join(dict.fromkeys(holders)) + " may",
-        hint=f"the owner can hand it over: waypost transfer {packet.id} "
-        f"--authority {authority} --to {actor} --as {packet.owner}",
-    )
 
 
 def _require_text(value: str, what: str) -> str:
@@ -541,17 +300,6 @@ def _cancelled(packet: Packet, event: Event) -> Packet:
     assert isinstance(data, Cancelled)
     _require_text(data.reason, "the reason")
     return msgspec.structs.replace(packet, cancel_reason=data.reason)
-
-
-def _check_relay(packet: Packet, event: Event, move: Move) -> None:
-    """Only a delivery relay records the final delivery's outcome; its further authority is
-    its lease on the outbox row, which the store checks in the same transaction."""
-    if not event.actor.startswith(RELAY_PREFIX):
-        raise NotAuthorized(
-            f"{event.actor} may not record {move} on {packet.id}: only a delivery relay "
-            f"({RELAY_PREFIX}ID) records the final delivery",
-            hint="run the relay: waypost deliver --once",
-        )
 
 
 def _check_final_key(packet: Packet, key: str) -> None:

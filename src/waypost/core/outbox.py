@@ -7,7 +7,7 @@ caused it, so it is queued at most once per event.
 
 from __future__ import annotations
 
-from waypost.model import (
+from waypost.events import (
     Approved,
     BlockerOpened,
     BlockerResolved,
@@ -15,11 +15,8 @@ from waypost.model import (
     Event,
     MarkedReady,
     Nudged,
-    OutboxItem,
-    Packet,
-    Purpose,
-    State,
 )
+from waypost.model import OutboxItem, Packet, Purpose, State
 
 
 def final_key(run_id: str) -> str:

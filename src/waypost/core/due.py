@@ -1,36 +1,25 @@
-"""Derived views of a packet: liveness, watch coverage, delivery, and when to look again.
-
-Nothing here is stored in the packet; `observe` is computed each time a packet is read.
+"""When things fall due: a packet's liveness (fresh / late / silent), the moments the
+watchdog must act on, and when it must next look. Pure: derived from the packet alone.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from functools import lru_cache
 
-import msgspec
-
-from waypost.delivery import status as delivery_status
-from waypost.durations import format_duration
 from waypost.model import (
-    TERMINAL,
     BlockerKind,
-    Delivery,
     Kind,
     Liveness,
     NudgeTopic,
-    Observed,
     Packet,
-    RelayInfo,
     State,
-    Watcher,
-    WatcherRole,
+    StopRules,
 )
 
 DEFAULT_REVIEW_WITHIN = 24 * 3600.0
 DELIVERY_STALL_AFTER = 300.0  # a final delivery queued this long with no live relay is stalled
-UNWATCHED = "unwatched: nobody will notice silence; check back later"
 
 
 def last_sign_of_life(packet: Packet) -> datetime:
@@ -152,72 +141,8 @@ _WATCHED_IN: dict[State, tuple[Callable[[Packet], datetime | None], ...]] = {
 }
 
 
-def delivery_line(packet: Packet, deliveries: Sequence[Delivery] = (),
-                  now: datetime | None = None,
-                  relays: Sequence[RelayInfo] | None = None) -> str:
-    """Where the final delivery stands; `deliveries` are the run's outbox rows and `relays`
-    the live relays (None: not looked up)."""
-    return delivery_status.line(packet, deliveries, now, relays)
-
-
-def covering(packet: Packet, watchers: Sequence[Watcher], now: datetime) -> Watcher | None:
-    """The live active watcher whose scope covers the run (the most recent sweep wins). A
-    standby sweeps nothing, so it does not count, however ready it is to take over."""
-    live = [w for w in _in_scope(packet, watchers, now) if w.role is WatcherRole.ACTIVE]
-    return max(live, key=lambda w: (w.last_sweep or w.started_at, w.id), default=None)
-
-
-def standing_by(packet: Packet, watchers: Sequence[Watcher], now: datetime) -> list[str]:
-    """The live standbys whose scope covers the run: they take over if its sweeper goes."""
-    return sorted(w.id for w in _in_scope(packet, watchers, now)
-                  if w.role is WatcherRole.STANDBY)
-
-
-def _in_scope(packet: Packet, watchers: Sequence[Watcher], now: datetime) -> list[Watcher]:
-    return [w for w in watchers if w.expires_at > now and w.owner in (None, packet.owner)]
-
-
-def interval_text(seconds: float) -> str:
-    """`30s`, `0.5s`, `5m`: short intervals keep their fraction."""
-    return f"{seconds:g}s" if seconds < 90 else format_duration(seconds)
-
-
-def watch_line(packet: Packet, now: datetime, watcher: Watcher | None,
-               standbys: Sequence[str] = ()) -> str:
-    if packet.state in TERMINAL:
-        return "finished: nothing to watch"
-    if packet.kind is Kind.BOUNDED:
-        return "bounded: runs inline, no watcher expected"
-    backup = f"; standby: {', '.join(standbys)}" if standbys else ""
-    if watcher is None:
-        if standbys:
-            return (f"unwatched: no active sweeper (standby: {', '.join(standbys)}, waiting "
-                    "for the sweeper lock); check back later")
-        return UNWATCHED
-    every = interval_text(watcher.interval_s)
-    if watcher.last_sweep is None:
-        return f"watched by {watcher.id} (no sweep yet, interval {every}{backup})"
-    ago = max(0.0, (now - watcher.last_sweep).total_seconds())
-    return f"watched by {watcher.id} (last sweep {ago:.0f} s ago, interval {every}{backup})"
-
-
-def observe(packet: Packet, now: datetime, watchers: Sequence[Watcher] = (),
-            deliveries: Sequence[Delivery] = (),
-            relays: Sequence[RelayInfo] | None = None) -> Packet:
-    """The packet with its derived `observed` view filled in for `now`; `watchers` are the
-    registered watchers (`Store.watchers`): only a live active one covering it counts
-    (standbys are named beside it);
-    `deliveries` are its outbox rows and `relays` the live relays (`Store.relays`)."""
-    quiet = None
-    if packet.state in (State.IN_PROGRESS, State.BLOCKED):
-        quiet = round((now - last_sign_of_life(packet)).total_seconds(), 3)
-    watcher, standbys = None, list[str]()
-    if packet.state not in TERMINAL and packet.kind is Kind.LONG_RUNNING:
-        watcher = covering(packet, watchers, now)
-        standbys = standing_by(packet, watchers, now)
-    observed = Observed(as_of=now, liveness=liveness(packet, now), silent_for_s=quiet,
-                        watch=watch_line(packet, now, watcher, standbys),
-                        watched_by=watcher.id if watcher else None,
-                        delivery=delivery_line(packet, deliveries, now, relays),
-                        deliveries=tuple(d for d in deliveries if d.run_id == packet.id))
-    return msgspec.structs.replace(packet, observed=observed)
+def lease_until(rules: StopRules, now: datetime) -> datetime | None:
+    """When a lease taken or renewed at `now` lapses: max_silence, else three heartbeat
+    intervals; None when the stop rules measure no silence."""
+    seconds = rules.max_silence or (rules.heartbeat_interval or 0) * 3
+    return now + timedelta(seconds=seconds) if seconds else None

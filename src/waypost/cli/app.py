@@ -1,0 +1,89 @@
+"""The click command tree: every verb's options, `--help` and click's parsing.
+
+Loaded only for command lines the fast path (`waypost.cli.hot`) leaves to click (every verb
+but a plainly written hot one), so the hot verbs never pay for click. The hot verbs'
+commands are built here from their declarations in `waypost.cli.hot`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from waypost.cli import demo, lifecycle, outputs
+from waypost.cli.context import invoke
+from waypost.cli.hot import HOT
+from waypost.cli.options import Verb
+
+# Verbs that live in their own modules, imported only when called (or listed by --help), so
+# the hot verbs never pay for them. Each feature area adds its line here.
+LAZY_COMMANDS: dict[str, str] = {
+    "doctor": "waypost.cli.ops:doctor",
+    "migrate": "waypost.cli.ops:migrate",
+    "review": "waypost.cli.review:review",
+    "approve": "waypost.cli.review:approve",
+    "deliver": "waypost.cli.delivery:deliver",
+    "scan": "waypost.cli.review:scan",
+    "watch": "waypost.cli.watch:watch",
+    "resume": "waypost.cli.watch:resume",
+    "prune": "waypost.cli.watch:prune",
+}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *LAZY_COMMANDS})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in LAZY_COMMANDS and cmd_name not in self.commands:
+            import importlib
+
+            module, _, attr = LAZY_COMMANDS[cmd_name].partition(":")
+            command = getattr(importlib.import_module(module), attr)
+            self.add_command(command, cmd_name)
+        return super().get_command(ctx, cmd_name)
+
+
+def hot_command(hot: Verb) -> click.Command:
+    """A click command built from a hot verb's declaration."""
+
+    def callback(**values: Any) -> None:
+        invoke(hot.run, values)
+
+    params: list[click.Parameter] = [a.argument() for a in hot.args]
+    params.extend(o.option() for o in hot.options)
+    return click.Command(hot.name, callback=callback, params=params, help=hot.run.__doc__)
+
+
+@click.group(cls=LazyGroup,
+             context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(package_name="waypost")
+def cli() -> None:
+    """Checkpoint packets for long-running agent work.
+
+    \b
+    A typical run:
+      RUN=$(waypost start "Fix the flaky test" --owner alice --target file:result.md \\
+            --kind long_running --max-silence 30m)
+      waypost claim $RUN --as worker-1
+      waypost heartbeat $RUN --as worker-1 --note "reproduced" --progress 0.3
+      waypost evidence run $RUN --as worker-1 --kind test -- pytest -q
+      waypost artifact add $RUN report.md --role report --as worker-1
+      waypost ready $RUN --as worker-1 --summary "fixed" --artifact report.md
+      waypost show $RUN
+    """
+
+
+for hot in HOT.values():
+    cli.add_command(hot_command(hot))
+for command in (*lifecycle.COMMANDS, *outputs.COMMANDS, demo.demo):
+    cli.add_command(command)
+
+
+def run_click(args: list[str]) -> int:
+    """Run a command line through click; what click raises (usage errors, help, --version,
+    an abort) is mapped to exit codes with every other error, in `dispatch.main`."""
+    # without standalone mode, click returns (not raises) the code of a verb's Exit
+    code = cli.main(args=args, prog_name="waypost", standalone_mode=False)
+    return code if isinstance(code, int) else 0

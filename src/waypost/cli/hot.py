@@ -1,0 +1,96 @@
+"""The hot verbs (heartbeat, show, block, ls), declared as data.
+
+A command line that `options.parse` fully understands runs without loading click; every
+other one, --help included, goes to the click commands in `waypost.cli.app`, which are
+built from the same declarations. Nothing here loads an HTTP, MCP or PostgreSQL stack.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+from waypost import model
+from waypost.cli.context import COMMON, EPOCH, RUN, Ctx, echo
+from waypost.cli.options import Opt, Verb, parse
+from waypost.durations import utcnow
+from waypost.model import TERMINAL, State, parse_states
+from waypost.views import observe_runs
+
+
+def heartbeat(ctx: Ctx, run_id: str, note: str | None, progress: float | None,
+              epoch: int | None) -> None:
+    """Say the worker is alive (and what it is doing)."""
+    packet = ctx.run(run_id, epoch).heartbeat(note=note, progress=progress)
+    ctx.emit({"run": run_id, "version": packet.version, "state": packet.state},
+             f"{run_id} {packet.state} v{packet.version}")
+
+
+def block(ctx: Ctx, run_id: str, kind: str, detail: str, epoch: int | None) -> None:
+    """Open a blocker; prints its id."""
+    packet, blocker_id = ctx.run(run_id, epoch).block(model.BlockerKind(kind), detail)
+    ctx.emit({"run": run_id, "blocker": blocker_id, "state": packet.state}, blocker_id)
+
+
+def show(ctx: Ctx, run_id: str, as_md: bool, public: bool) -> None:
+    """The packet: state, liveness, watch, blockers, artifacts, evidence."""
+    from waypost.cli import render
+
+    now = utcnow()
+    packet = observe_runs(ctx.store, [ctx.store.get(run_id)], now)[0]
+    if public:
+        from waypost.sanitize import public_packet
+
+        packet = public_packet(packet, deny=ctx.config.deny, allow=ctx.config.allow)
+    if as_md and not ctx.json:
+        echo(render.show_markdown(packet, now), nl=False)
+        return
+    ctx.emit(packet, render.show_text(packet, now))
+
+
+def ls_(ctx: Ctx, states: Sequence[str], owner: str | None, show_all: bool, limit: int) -> None:
+    """The board: active runs, most recently updated first."""
+    from waypost.cli import render
+
+    wanted = parse_states(states) or (None if show_all else [s for s in State if s not in TERMINAL])
+    now = utcnow()
+    packets = observe_runs(ctx.store, ctx.store.list_runs(states=wanted, owner=owner,
+                                                      limit=limit), now)
+    ctx.emit({"runs": packets}, render.board(packets, now))
+
+
+HOT = {v.name: v for v in (
+    Verb(name="heartbeat", run=heartbeat, args=(RUN,), options=(
+        Opt(name="--note", dest="note", help="What you are doing now."),
+        Opt(name="--progress", dest="progress", type=float, help="Fraction done, 0 to 1."),
+        EPOCH, *COMMON)),
+    Verb(name="block", run=block, args=(RUN,), options=(
+        Opt(name="--kind", dest="kind", required=True,
+            choices=tuple(k.value for k in model.BlockerKind)),
+        Opt(name="--detail", dest="detail", required=True,
+            help="Specific: what is missing or failing."),
+        EPOCH, *COMMON)),
+    Verb(name="show", run=show, args=(RUN,), options=(
+        Opt(name="--md", dest="as_md", flag=True, help="Markdown, for pasting into a thread."),
+        Opt(name="--public", dest="public", flag=True, help="Safe to share: the private "
+            "summary dropped, private identifiers redacted."),
+        *COMMON)),
+    Verb(name="ls", run=ls_, options=(
+        Opt(name="--state", dest="states", multiple=True, metavar="STATE",
+            help="Only these states (repeat, or comma-separate)."),
+        Opt(name="--owner", dest="owner", help="Only runs of this owner."),
+        Opt(name="--all", dest="show_all", flag=True,
+            help="Include delivered and cancelled runs."),
+        Opt(name="--limit", dest="limit", type=int, default=100, show_default=True,
+            help="At most this many rows."),
+        *COMMON)),
+)}
+
+
+def hot_values(args: Sequence[str]) -> dict[str, Any] | None:
+    """The hot verb's values when its command line is fully understood without click."""
+    hot = HOT.get(args[0]) if args else None
+    if hot is None or os.environ.get("_WAYPOST_COMPLETE"):  # shell completion is click's
+        return None
+    return parse(hot, args[1:])

@@ -1,0 +1,172 @@
+"""The run's lifecycle verbs: init, start, claim, unblock, ready, changes, transfer, cancel,
+and the history's log, verify and schema."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import click
+
+from waypost import model, runs
+from waypost.cli.context import Ctx, duration, epoch_option, verb
+from waypost.model import to_json
+from waypost.store import STORE_DIR, STORE_FILE
+from waypost.views import observe_run
+
+
+@click.command()
+@verb
+def init(ctx: Ctx) -> None:
+    """Create a store in .waypost/ here (or at --store)."""
+    url = ctx.store_url or str(Path.cwd() / STORE_DIR / STORE_FILE)
+    ctx.store_url = url
+    store = ctx.store
+    folder = Path(getattr(store, "path", ".")).parent
+    if folder.name == STORE_DIR and not (folder / ".gitignore").exists():
+        (folder / ".gitignore").write_text("*\n")
+    ctx.emit({"store": store.url}, f"initialised {store.url}")
+
+
+@click.command()
+@click.argument("title")
+@click.option("--owner", help="Who reviews, approves and delivers [default: --as].")
+@click.option("--target", metavar="URI", help="Where the final result goes: file:PATH, "
+              "https://…, exec:CMD or none: (required for long_running).")
+@click.option("--notify", metavar="URI", help="Where non-final notices go.")
+@click.option("--kind", type=click.Choice([k.value for k in model.Kind]),
+              help="bounded (inline) or long_running (detached) [default: from --expect].")
+@click.option("--expect", metavar="DURATION", help="Expected duration; above the threshold "
+              "(10m, [runs] long_running_after) means long_running.")
+@click.option("--deadline", metavar="ISO|+DURATION", help="When the work must stop.")
+@click.option("--heartbeat-interval", metavar="DURATION", help="Late after this silence.")
+@click.option("--max-silence", metavar="DURATION", help="Silent (watchdog acts) after this.")
+@click.option("--review-within", metavar="DURATION", help="Nudge the owner after this.")
+@click.option("--gate", "gates", multiple=True, metavar="NAME=KIND:ARG",
+              help="A check required before delivery, e.g. tests='command:pytest -q'.")
+@click.option("--worker", help="Give the lease to this worker now (epoch 1).")
+@click.option("--idempotency-key", metavar="KEY", help="Same key + same parameters → same run.")
+@verb
+def start(ctx: Ctx, title: str, owner: str | None, target: str | None, notify: str | None,
+          kind: str | None, expect: str | None, deadline: str | None,
+          heartbeat_interval: str | None, max_silence: str | None, review_within: str | None,
+          gates: Sequence[str], worker: str | None, idempotency_key: str | None) -> None:
+    """Record a run's packet before the work begins; prints the run id."""
+    run, created = runs.start(
+        ctx.store, title, actor=ctx.actor, owner=owner, target=target, notify=notify,
+        kind=model.Kind(kind) if kind else None, expect=duration(expect), deadline=deadline,
+        heartbeat_interval=duration(heartbeat_interval), max_silence=duration(max_silence),
+        review_within=duration(review_within), gates=[runs.parse_gate(g) for g in gates],
+        worker=worker, idempotency_key=idempotency_key, config=ctx.config)
+    packet = run.packet
+    ctx.emit({"run": packet.id, "created": created, "packet": observe_run(ctx.store, packet)},
+             packet.id)
+
+
+@click.command()
+@click.argument("run_id", metavar="RUN")
+@verb
+def claim(ctx: Ctx, run_id: str) -> None:
+    """Take (or take over) the worker's lease; prints the new epoch."""
+    run = ctx.run(run_id)
+    packet = run.claim()
+    ctx.emit({"run": run_id, "worker": ctx.actor, "epoch": run.epoch,
+              "packet": observe_run(ctx.store, packet)}, str(run.epoch))
+
+
+@click.command()
+@click.argument("run_id", metavar="RUN")
+@click.argument("blocker_id", metavar="BLOCKER")
+@click.option("--resolution", required=True, help="How it was resolved.")
+@epoch_option
+@verb
+def unblock(ctx: Ctx, run_id: str, blocker_id: str, resolution: str, epoch: int | None) -> None:
+    """Resolve a blocker; the last one returns the run to where it was."""
+    packet = ctx.run(run_id, epoch).unblock(blocker_id, resolution)
+    ctx.emit({"run": run_id, "state": packet.state,
+              "open_blockers": [b.id for b in packet.open_blockers]},
+             f"{run_id} {packet.state}")
+
+
+@click.command()
+@click.argument("run_id", metavar="RUN")
+@click.option("--summary", required=True, help="What was done (private to the owner).")
+@click.option("--public-summary", help="Safe to show anyone.")
+@click.option("--artifact", "artifacts", multiple=True, metavar="NAME",
+              help="An artifact the result names (must be recorded).")
+@epoch_option
+@verb
+def ready(ctx: Ctx, run_id: str, summary: str, public_summary: str | None,
+          artifacts: Sequence[str], epoch: int | None) -> None:
+    """Submit the result packet for the owner's review."""
+    packet = ctx.run(run_id, epoch).ready(summary, public_summary, artifacts,
+                                          config=ctx.config)
+    ctx.emit({"run": run_id, "state": packet.state}, f"{run_id} {packet.state}")
+
+
+@click.command()
+@click.argument("run_id", metavar="RUN")
+@click.option("--reason", required=True)
+@verb
+def changes(ctx: Ctx, run_id: str, reason: str) -> None:
+    """Owner: send the work back to in_progress, with the reason."""
+    packet = ctx.run(run_id).changes(reason)
+    ctx.emit({"run": run_id, "state": packet.state}, f"{run_id} {packet.state}")
+
+
+@click.command()
+@click.argument("run_id", metavar="RUN")
+@click.option("--authority", required=True, type=click.Choice([a.value for a in
+                                                               model.Authority]))
+@click.option("--to", "to", required=True, metavar="ACTOR")
+@verb
+def transfer(ctx: Ctx, run_id: str, authority: str, to: str) -> None:
+    """Owner: hand an authority (approve, deliver) to another actor, on the record."""
+    packet = ctx.run(run_id).transfer(model.Authority(authority), to)
+    ctx.emit({"run": run_id, "transfers": packet.transfers},
+             f"{run_id}: {to} may now {authority}")
+
+
+@click.command()
+@click.argument("run_id", metavar="RUN")
+@click.option("--reason", required=True)
+@verb
+def cancel(ctx: Ctx, run_id: str, reason: str) -> None:
+    """Owner: stop the run for good, with the reason."""
+    packet = ctx.run(run_id).cancel(reason)
+    ctx.emit({"run": run_id, "state": packet.state}, f"{run_id} {packet.state}")
+
+
+@click.command()
+@click.argument("run_id", metavar="RUN")
+@verb
+def log(ctx: Ctx, run_id: str) -> None:
+    """The run's events, oldest first."""
+    from waypost.cli import render
+
+    events = ctx.store.events(run_id)
+    ctx.emit({"run": run_id, "events": events}, render.event_log(events))
+
+
+@click.command()
+@click.argument("run_id", metavar="[RUN]", required=False)
+@verb
+def verify(ctx: Ctx, run_id: str | None) -> None:
+    """Recompute hash chains and folds; exit 3 naming the first broken run and seq."""
+    from waypost.core.history import verify_run
+
+    ids = [run_id] if run_id else ctx.store.run_ids()
+    for rid in ids:
+        verify_run(rid, ctx.store.events(rid), ctx.store.get(rid))
+    ctx.emit({"verified": len(ids), "ok": True}, f"ok: {len(ids)} run(s) verified")
+
+
+@click.command()
+@verb
+def schema(ctx: Ctx) -> None:
+    """The packet's JSON Schema (what `show --json` prints)."""
+    click.echo(to_json(model.packet_schema()).decode())
+
+
+COMMANDS: tuple[click.Command, ...] = (
+    init, start, claim, unblock, ready, changes, transfer, cancel, log, verify, schema)

@@ -1,0 +1,155 @@
+"""The worker's durable outputs: `artifact add|get` and `evidence run|check|skip|add`."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+import click
+
+from waypost import model
+from waypost.cli.context import Ctx, duration, epoch_option, verb
+
+
+@click.group()
+def artifact() -> None:
+    """Record and fetch durable outputs."""
+
+
+@artifact.command(name="add")
+@click.argument("run_id", metavar="RUN")
+@click.argument("source", metavar="PATH|URL")
+@click.option("--role", default="other", show_default=True,
+              type=click.Choice([r.value for r in model.ArtifactRole]))
+@click.option("--name", help="Name in the packet [default: the file name].")
+@epoch_option
+@verb
+def artifact_add(ctx: Ctx, run_id: str, source: str, role: str, name: str | None,
+                 epoch: int | None) -> None:
+    """Record a file (copied into the store) or a URL (a reference)."""
+    from waypost import artifacts
+
+    packet = artifacts.add(ctx.run(run_id, epoch), source, role=model.ArtifactRole(role),
+                           name=name, max_bytes=ctx.config.max_artifact_bytes)
+    recorded = packet.artifacts[-1]
+    ctx.emit({"run": run_id, "artifact": recorded},
+             f"{recorded.name} {recorded.bytes or ''} {recorded.sha256 or recorded.url}")
+
+
+@artifact.command(name="get")
+@click.argument("run_id", metavar="RUN")
+@click.argument("name")
+@click.option("-o", "--output", metavar="PATH", help="File or directory [default: ./NAME]; "
+              "- for stdout.")
+@verb
+def artifact_get(ctx: Ctx, run_id: str, name: str, output: str | None) -> None:
+    """Fetch a stored artifact's bytes (checked against its sha256)."""
+    from waypost import artifacts
+
+    recorded, data = artifacts.fetch(ctx.store, run_id, name)
+    if output == "-":
+        sys.stdout.buffer.write(data)
+        return
+    path = artifacts.write_out(data, recorded.name, output)
+    ctx.emit({"run": run_id, "artifact": recorded.name, "path": str(path),
+              "sha256": recorded.sha256}, str(path))
+
+
+@click.group()
+def evidence() -> None:
+    """Record what was actually checked."""
+
+
+@evidence.command(name="run", context_settings={"ignore_unknown_options": True})
+@click.argument("run_id", metavar="RUN")
+@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+@click.option("--kind", default="command", show_default=True,
+              type=click.Choice([k.value for k in model.EvidenceKind if k != "skipped"]))
+@click.option("--cwd", type=click.Path(file_okay=False, exists=True))
+@click.option("--timeout", metavar="DURATION", help="Kill after this [default: 1h].")
+@epoch_option
+@verb
+def evidence_run(ctx: Ctx, run_id: str, command: Sequence[str], kind: str, cwd: str | None,
+                 timeout: str | None, epoch: int | None) -> None:
+    """Run `-- CMD ARGS…` and record exit code, duration, output tail and full log.
+
+    The verb itself exits 0 once the evidence is recorded, whatever the verdict; the
+    verdict is printed (and is `passed` only for exit code 0).
+    """
+    from waypost import evidence as ev
+
+    packet = ev.record_command(
+        ctx.run(run_id, epoch), command, kind=model.EvidenceKind(kind), cwd=cwd,
+        timeout=duration(timeout) or ctx.config.evidence_timeout,
+        tail_bytes=ctx.config.output_tail_bytes, echo=None if ctx.json else _echo_err)
+    recorded = packet.evidence[-1]
+    ctx.emit({"run": run_id, "evidence": recorded},
+             f"{recorded.id} {recorded.verdict}: {recorded.summary}")
+
+
+def _echo_err(chunk: bytes) -> None:
+    click.echo(chunk.decode("utf-8", errors="replace"), err=True, nl=False)
+
+
+@evidence.command(name="check")
+@click.argument("run_id", metavar="RUN")
+@click.argument("check", metavar="CHECK")
+@click.option("--cwd", type=click.Path(file_okay=False, exists=True),
+              help="Run it here [default: the current directory].")
+@epoch_option
+@verb
+def evidence_check(ctx: Ctx, run_id: str, check: str, cwd: str | None,
+                   epoch: int | None) -> None:
+    """Run a built-in check and record the result (assurance `recorded`).
+
+    \b
+    CHECK is one of:
+      artifact:NAME        stored, hash intact, unchanged on disk, substantive content
+      grep:PATTERN:PATH    the regex matches a line of PATH (file, directory or artifact)
+      grep!:PATTERN:PATH   the regex matches no line of PATH
+      no-private[:A,B]     nothing private in the artifacts and the public summary
+      http:URL [TEXT]      GET answers 2xx (and the body contains TEXT)
+      command:CMD          CMD exits 0
+    Exits 0 once recorded, whatever the verdict; the verdict and its reason are printed.
+    """
+    from waypost import checks
+
+    packet = checks.record_check(ctx.run(run_id, epoch), check, config=ctx.config, cwd=cwd)
+    recorded = packet.evidence[-1]
+    ctx.emit({"run": run_id, "evidence": recorded},
+             f"{recorded.id} {recorded.verdict}: {recorded.summary}")
+
+
+@evidence.command(name="skip")
+@click.argument("run_id", metavar="RUN")
+@click.option("--kind", required=True,
+              type=click.Choice([k.value for k in model.EvidenceKind]))
+@click.option("--reason", required=True, help='Named, e.g. "credential X unavailable".')
+@epoch_option
+@verb
+def evidence_skip(ctx: Ctx, run_id: str, kind: str, reason: str, epoch: int | None) -> None:
+    """Record a check that could not run, and why."""
+    packet = ctx.run(run_id, epoch).skip_evidence(model.EvidenceKind(kind), reason)
+    recorded = packet.evidence[-1]
+    ctx.emit({"run": run_id, "evidence": recorded}, f"{recorded.id} skipped: {reason}")
+
+
+@evidence.command(name="add")
+@click.argument("run_id", metavar="RUN")
+@click.option("--kind", required=True,
+              type=click.Choice([k.value for k in model.EvidenceKind if k != "skipped"]))
+@click.option("--verdict", required=True, type=click.Choice(["passed", "failed"]))
+@click.option("--summary", required=True)
+@epoch_option
+@verb
+def evidence_add(ctx: Ctx, run_id: str, kind: str, verdict: str, summary: str,
+                 epoch: int | None) -> None:
+    """Record a claim typed by hand (shown as `reported`, not `recorded`)."""
+    packet = ctx.run(run_id, epoch).report_evidence(model.EvidenceKind(kind),
+                                                    model.Verdict(verdict), summary)
+    recorded = packet.evidence[-1]
+    ctx.emit({"run": run_id, "evidence": recorded},
+             f"{recorded.id} {recorded.verdict} (reported): {summary}")
+
+
+COMMANDS: tuple[click.Command, ...] = (artifact, evidence)

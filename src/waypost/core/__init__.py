@@ -1,0 +1,14 @@
+"""The rules, pure: no I/O, no clock, no store. Everything here is a function of a packet,
+an event and the moments passed in, so it is tested without a database.
+
+    moves.py      the transition table: which move each state allows, and where it leads
+    authority.py  who may make each move (owner, fenced worker, transferee, watchdog, relay)
+    machine.py    apply(packet, event) -> packet, and fold(events)
+    gates.py      what a review records and whether the run may be approved
+    outbox.py     which deliveries an event causes
+    writes.py     what a write is: snapshot, events + packet + outbox rows, deferral
+    history.py    the hash chain: building events, deciding a write, verifying a run
+    due.py        liveness and the moments the watchdog must act on
+    watching.py   what a watchdog records, and when it looks again
+    observed.py   the observed view: liveness, watch coverage, delivery, in words
+"""

@@ -1,0 +1,145 @@
+"""Who may make each move: the owner, the lease-holding worker (fenced by its epoch), a
+holder of a transferred authority, a watchdog (only for what is due), a relay (only for
+the final delivery's outcome). Pure: everything is in the packet and the event.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from typing import Final
+
+from waypost.core.due import deadline_due, delivery_stall_due, is_due, review_due, silent_due
+from waypost.core.moves import Move, destination
+from waypost.errors import NotAuthorized, RuleViolation, StaleLease
+from waypost.events import BlockerOpened, Event, EventData, Nudged
+from waypost.model import Authority, BlockerKind, NudgeTopic, Packet
+
+OWNER_MOVES: Final = frozenset({Move.CHANGES, Move.TRANSFER, Move.CANCEL})
+WATCHDOG_PREFIX: Final = "watchdog:"
+RELAY_PREFIX: Final = "relay:"
+# what a watchdog may record, each with the moment it falls due (core/due.py)
+WATCHED: Final[Mapping[str, Callable[[Packet], datetime | None]]] = {
+    BlockerKind.WORKER_SILENT: silent_due,
+    BlockerKind.DEADLINE_PASSED: deadline_due,
+    NudgeTopic.REVIEW_OVERDUE: review_due,
+    NudgeTopic.DELIVERY_STALLED: delivery_stall_due,
+}
+
+
+def is_watchdog(actor: str) -> bool:
+    return actor.startswith(WATCHDOG_PREFIX)
+
+
+def authorize(packet: Packet, event: Event, move: Move) -> None:
+    if is_watchdog(event.actor) or move is Move.NUDGE:
+        _check_watchdog(packet, event)
+        return
+    if move is Move.CLAIM:
+        return
+    if move in (Move.DELIVER, Move.DELIVERY_FAIL):
+        _check_relay(packet, event, move)
+        return
+    if move in (Move.APPROVE, Move.REVIEW):
+        _check_authority(packet, event.actor, Authority.APPROVE, move)
+        return
+    if move in OWNER_MOVES:
+        if event.actor != packet.owner:
+            raise NotAuthorized(
+                f"{event.actor} may not {move} run {packet.id}: only its owner {packet.owner} may",
+                hint=f"run it as the owner: --as {packet.owner}",
+            )
+        return
+    _check_worker(packet, event, move)
+
+
+def _watched_condition(data: EventData) -> Callable[[Packet], datetime | None] | None:
+    if isinstance(data, BlockerOpened):
+        return WATCHED.get(data.kind)
+    if isinstance(data, Nudged):
+        return WATCHED.get(data.topic)
+    return None
+
+
+def _check_watchdog(packet: Packet, event: Event) -> None:
+    """A watchdog records only the conditions it watches for, and only once they hold."""
+    condition = _watched_condition(event.data)
+    if condition is None or not is_watchdog(event.actor):
+        raise NotAuthorized(
+            f"{event.actor} may not record {event.type} on {packet.id}: a watchdog "
+            f"({WATCHDOG_PREFIX}ID) records only " + ", ".join(WATCHED) + " (and nothing else)",
+            hint=f"see the run with: waypost show {packet.id}",
+        )
+    due = condition(packet)
+    if not is_due(due, event.at):
+        what = getattr(event.data, "kind", None) or getattr(event.data, "topic", "")
+        why = (f"due {due:%Y-%m-%d %H:%M:%S}Z" if due
+               else f"already recorded, or nothing to watch for in {packet.state}")
+        raise RuleViolation(
+            f"{event.actor} may not record {what} on {packet.id} at "
+            f"{event.at:%Y-%m-%d %H:%M:%S}Z: it is not due ({why})",
+            hint=f"nothing to do; see the run with: waypost show {packet.id}",
+        )
+
+
+def _check_worker(packet: Packet, event: Event, move: Move) -> None:
+    lease = packet.worker
+    if lease is not None and event.actor == lease.actor:
+        if event.epoch is not None and event.epoch != lease.epoch:
+            raise StaleLease(
+                f"{event.actor} wrote to {packet.id} with lease epoch {event.epoch}, "
+                f"but the current epoch is {lease.epoch}",
+                hint=f"claim it again: waypost claim {packet.id} --as {event.actor}",
+            )
+        return
+    if event.actor == packet.owner and (move is not Move.HEARTBEAT or lease is None):
+        return  # the owner is never fenced, but only a lease holder's heartbeat counts
+    if lease is not None:
+        raise StaleLease(
+            f"{event.actor} does not hold the lease on {packet.id}: {lease.actor} took it "
+            f"(epoch {lease.epoch}) at {lease.acquired_at:%Y-%m-%d %H:%M:%S}Z",
+            hint=f"ask {lease.actor} or the owner {packet.owner}; to take it over: "
+            f"waypost claim {packet.id} --as {event.actor}",
+        )
+    raise NotAuthorized(
+        f"{event.actor} may not {move} run {packet.id}: it is neither the owner "
+        f"({packet.owner}) nor the worker (nobody holds the lease)",
+        hint=f"claim it first: waypost claim {packet.id} --as {event.actor}",
+    )
+
+
+def holds_authority(packet: Packet, actor: str, authority: Authority) -> bool:
+    """The owner holds every authority; others only by an explicit transfer."""
+    return actor == packet.owner or any(
+        t.authority is authority and t.to == actor for t in packet.transfers)
+
+
+def check_may_review(packet: Packet, actor: str) -> None:
+    """Raise unless `actor` may review `packet` now (asked before any gate is run)."""
+    destination(packet, Move.REVIEW)
+    _check_authority(packet, actor, Authority.APPROVE, Move.REVIEW)
+
+
+def _check_authority(packet: Packet, actor: str, authority: Authority,
+                     move: Move | None = None) -> None:
+    if holds_authority(packet, actor, authority):
+        return
+    holders = [packet.owner, *(t.to for t in packet.transfers if t.authority is authority)]
+    role = " (the run's own worker)" if packet.worker and packet.worker.actor == actor else ""
+    raise NotAuthorized(
+        f"{actor}{role} may not {move or authority} run {packet.id}: only "
+        + ", ".join(dict.fromkeys(holders)) + " may",
+        hint=f"the owner can hand it over: waypost transfer {packet.id} "
+        f"--authority {authority} --to {actor} --as {packet.owner}",
+    )
+
+
+def _check_relay(packet: Packet, event: Event, move: Move) -> None:
+    """Only a delivery relay records the final delivery's outcome; its further authority is
+    its lease on the outbox row, which the store checks in the same transaction."""
+    if not event.actor.startswith(RELAY_PREFIX):
+        raise NotAuthorized(
+            f"{event.actor} may not record {move} on {packet.id}: only a delivery relay "
+            f"({RELAY_PREFIX}ID) records the final delivery",
+            hint="run the relay: waypost deliver --once",
+        )

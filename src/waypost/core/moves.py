@@ -1,0 +1,140 @@
+"""The transition table: which move each state allows, and where it leads.
+
+Pure data and one lookup; `machine.apply` and the authority rules read it.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from typing import Final
+
+from waypost.errors import IllegalTransition
+from waypost.events import (
+    Approved,
+    ArtifactRecorded,
+    AuthorityTransferred,
+    BlockerOpened,
+    BlockerResolved,
+    Cancelled,
+    ChangesRequested,
+    Claimed,
+    Delivered,
+    DeliveryFailed,
+    EventData,
+    EvidenceRecorded,
+    Heartbeat,
+    MarkedReady,
+    Nudged,
+    Reviewed,
+)
+from waypost.model import Packet, State
+
+
+class Move(enum.StrEnum):
+    CLAIM = "claim"  # take or take over the worker's lease
+    HEARTBEAT = "heartbeat"  # the worker says it is alive
+    BLOCK = "block"  # open a blocker
+    UNBLOCK = "unblock"  # resolve a blocker
+    ARTIFACT = "artifact"  # record an artifact
+    EVIDENCE = "evidence"  # record evidence
+    READY = "ready"  # submit the result packet for review
+    CHANGES = "changes"  # the owner sends the work back
+    APPROVE = "approve"  # the owner (or a transferee) accepts the result; delivery is queued
+    REVIEW = "review"  # the owner (or a transferee) re-runs the gates and records the verdicts
+    TRANSFER = "transfer"  # the owner hands over an authority
+    CANCEL = "cancel"  # the owner stops the run
+    NUDGE = "nudge"  # the watchdog tells the owner that something waits on them
+    DELIVER = "deliver"  # the relay records the target's receipt for the final delivery
+    DELIVERY_FAIL = "delivery_fail"  # the relay gives up on the final delivery: blocked
+
+
+class _Return:
+    """Marker: the move returns to the state `blocked` came from (once no blocker is open)."""
+
+
+RETURN: Final = _Return()
+Destination = State | None | _Return  # None: the state does not change
+
+S = State
+TABLE: Final[Mapping[State, Mapping[Move, Destination]]] = {
+    S.IN_PROGRESS: {
+        Move.CLAIM: None,
+        Move.HEARTBEAT: None,
+        Move.BLOCK: S.BLOCKED,
+        Move.ARTIFACT: None,
+        Move.EVIDENCE: None,
+        Move.READY: S.READY_FOR_REVIEW,
+        Move.TRANSFER: None,
+        Move.CANCEL: S.CANCELLED,
+    },
+    S.BLOCKED: {
+        Move.CLAIM: None,
+        Move.HEARTBEAT: None,
+        Move.BLOCK: S.BLOCKED,
+        Move.UNBLOCK: RETURN,
+        Move.ARTIFACT: None,
+        Move.EVIDENCE: None,
+        Move.TRANSFER: None,
+        Move.CANCEL: S.CANCELLED,
+    },
+    S.READY_FOR_REVIEW: {
+        Move.EVIDENCE: None,
+        Move.REVIEW: None,
+        Move.CHANGES: S.IN_PROGRESS,
+        Move.APPROVE: S.APPROVED,
+        Move.TRANSFER: None,
+        Move.NUDGE: None,
+        Move.CANCEL: S.CANCELLED,
+    },
+    S.APPROVED: {
+        Move.TRANSFER: None,
+        Move.DELIVER: S.DELIVERED,
+        Move.DELIVERY_FAIL: S.BLOCKED,
+        Move.NUDGE: None,
+        Move.CANCEL: S.CANCELLED,
+    },
+    S.DELIVERED: {},
+    S.CANCELLED: {},
+}
+
+MOVE_OF: Final[Mapping[type[EventData], Move]] = {
+    Claimed: Move.CLAIM,
+    Heartbeat: Move.HEARTBEAT,
+    BlockerOpened: Move.BLOCK,
+    BlockerResolved: Move.UNBLOCK,
+    ArtifactRecorded: Move.ARTIFACT,
+    EvidenceRecorded: Move.EVIDENCE,
+    MarkedReady: Move.READY,
+    ChangesRequested: Move.CHANGES,
+    AuthorityTransferred: Move.TRANSFER,
+    Approved: Move.APPROVE,
+    Reviewed: Move.REVIEW,
+    Cancelled: Move.CANCEL,
+    Nudged: Move.NUDGE,
+    Delivered: Move.DELIVER,
+    DeliveryFailed: Move.DELIVERY_FAIL,
+}
+
+
+def allowed_moves(state: State) -> list[str]:
+    return sorted(TABLE[state])
+
+
+def destination(packet: Packet, move: Move) -> Destination:
+    """Where `move` takes `packet`; an IllegalTransition naming the allowed moves if nowhere."""
+    moves = TABLE[packet.state]
+    if move in moves:
+        return moves[move]
+    allowed = ", ".join(allowed_moves(packet.state)) or "none (terminal)"
+    hint = ""
+    if packet.state is State.BLOCKED:
+        hint = "; ".join(
+            f"resolve {b.id} with: waypost unblock {packet.id} {b.id} --resolution TEXT"
+            for b in packet.open_blockers
+        )
+        blockers = ", ".join(f'{b.id} ({b.kind}: "{b.detail}")' for b in packet.open_blockers)
+        message = f"run {packet.id} is blocked by {blockers}: cannot {move}"
+    else:
+        message = f"run {packet.id} is {packet.state}: cannot {move}"
+    raise IllegalTransition(f"{message} (allowed from {packet.state}: {allowed})", hint=hint)

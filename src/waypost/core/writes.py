@@ -1,0 +1,70 @@
+"""What a write is, before any store sees it: the snapshot it was decided from, the events
+and packet it commits (with their outbox rows), or a watchdog's deferred next check; and
+which writes of a batch still apply. Pure records and rules; every backend commits them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+
+import msgspec
+
+from waypost.events import Event
+from waypost.model import OutboxItem, Packet
+
+
+class Snapshot:
+    """A packet as read, with the hash of its last event (what the next event chains to)."""
+
+    __slots__ = ("head_hash", "packet")
+
+    def __init__(self, packet: Packet, head_hash: str) -> None:
+        self.packet = packet
+        self.head_hash = head_hash
+
+
+class Due(Snapshot):
+    """A run whose next check is due, with its stored `next_check_at` (the paging key)."""
+
+    __slots__ = ("due_at",)
+
+    def __init__(self, packet: Packet, head_hash: str, due_at: datetime) -> None:
+        super().__init__(packet, head_hash)
+        self.due_at = due_at
+
+
+class RunWrite(msgspec.Struct, frozen=True, kw_only=True):
+    """A run write (what `Store.commit` takes), to be committed with an outbox change."""
+
+    run_id: str
+    expected_version: int
+    events: tuple[Event, ...]
+    packet: Packet
+    outbox: tuple[OutboxItem, ...] = ()
+
+
+class Deferral(msgspec.Struct, frozen=True, kw_only=True):
+    """A run's next check moved to `at` (None: never) without an event, if its packet is
+    still at `expected_version` (what `Store.defer_check` does)."""
+
+    run_id: str
+    expected_version: int
+    at: datetime | None
+
+
+def in_force(writes: Sequence[RunWrite | Deferral], versions: Mapping[str, int]) -> list[bool]:
+    """Which of a batch's writes apply, given each run's version as it stands (read under
+    the batch's write lock): those whose run is at their `expected_version` once the
+    batch's earlier writes are applied. After a run's first miss, its later writes miss
+    too: they were decided from a packet that another writer has replaced."""
+    at: dict[str, int | None] = dict(versions)
+    applies = []
+    for write in writes:
+        hit = at.get(write.run_id) == write.expected_version
+        if not hit:
+            at[write.run_id] = None
+        elif isinstance(write, RunWrite):
+            at[write.run_id] = write.packet.version
+        applies.append(hit)
+    return applies

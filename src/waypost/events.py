@@ -1,0 +1,149 @@
+"""The events that build a packet: each is a frozen record tagged with its `type`, and
+`Event` is one entry of a run's hash-chained history.
+"""
+
+# No `from __future__ import annotations`: msgspec reads these annotations (see model.py).
+
+from datetime import datetime
+
+from waypost.model import (
+    Artifact,
+    Authority,
+    BlockerKind,
+    Evidence,
+    Gate,
+    Kind,
+    NudgeTopic,
+    Record,
+    StopRules,
+    Waiver,
+)
+
+
+class EventData(Record, frozen=True, tag_field="type"):
+    """Base of every event body; the class name (snake_case) is its `type`."""
+
+
+class Started(EventData, tag="started", frozen=True, kw_only=True):
+    title: str
+    kind: Kind
+    owner: str
+    target: str
+    notify: str | None = None
+    worker: str | None = None
+    lease_expires_at: datetime | None = None
+    stop_rules: StopRules = StopRules()
+    gates: tuple[Gate, ...] = ()
+    idempotency_key: str | None = None
+
+
+class Claimed(EventData, tag="claimed", frozen=True, kw_only=True):
+    epoch: int
+    lease_expires_at: datetime | None = None
+    took_over_from: str | None = None
+
+
+class Heartbeat(EventData, tag="heartbeat", frozen=True, kw_only=True):
+    note: str | None = None
+    fraction: float | None = None
+    lease_expires_at: datetime | None = None
+
+
+class BlockerOpened(EventData, tag="blocker_opened", frozen=True, kw_only=True):
+    blocker_id: str
+    kind: BlockerKind
+    detail: str
+
+
+class BlockerResolved(EventData, tag="blocker_resolved", frozen=True, kw_only=True):
+    blocker_id: str
+    resolution: str
+
+
+class ArtifactRecorded(EventData, tag="artifact_recorded", frozen=True, kw_only=True):
+    artifact: Artifact
+
+
+class EvidenceRecorded(EventData, tag="evidence_recorded", frozen=True, kw_only=True):
+    evidence: Evidence
+
+
+class MarkedReady(EventData, tag="marked_ready", frozen=True, kw_only=True):
+    summary: str
+    public_summary: str | None = None
+    artifacts: tuple[str, ...] = ()
+
+
+class ChangesRequested(EventData, tag="changes_requested", frozen=True, kw_only=True):
+    reason: str
+
+
+class AuthorityTransferred(EventData, tag="authority_transferred", frozen=True, kw_only=True):
+    authority: Authority
+    to: str
+
+
+class Approved(EventData, tag="approved", frozen=True, kw_only=True):
+    waivers: tuple[Waiver, ...] = ()
+
+
+class Cancelled(EventData, tag="cancelled", frozen=True, kw_only=True):
+    reason: str
+
+
+class Reviewed(EventData, tag="reviewed", frozen=True, kw_only=True):
+    review_id: str
+    evidence: tuple[Evidence, ...] = ()  # one rechecked item per gate run
+
+
+class Delivered(EventData, tag="delivered", frozen=True, kw_only=True):
+    key: str  # the final delivery's idempotency key
+    detail: str  # the target's receipt
+    attempts: int
+
+
+class DeliveryFailed(EventData, tag="delivery_failed", frozen=True, kw_only=True):
+    key: str
+    blocker_id: str  # the delivery_failed blocker this opens
+    detail: str  # names the target and the last error
+    attempts: int
+
+
+class Nudged(EventData, tag="nudged", frozen=True, kw_only=True):
+    topic: NudgeTopic
+    detail: str
+
+
+AnyEventData = (
+    Started
+    | Claimed
+    | Heartbeat
+    | BlockerOpened
+    | BlockerResolved
+    | ArtifactRecorded
+    | EvidenceRecorded
+    | MarkedReady
+    | ChangesRequested
+    | AuthorityTransferred
+    | Approved
+    | Cancelled
+    | Reviewed
+    | Nudged
+    | Delivered
+    | DeliveryFailed
+)
+
+
+class Event(Record, frozen=True, kw_only=True):
+    run_id: str
+    seq: int
+    at: datetime
+    actor: str
+    epoch: int | None = None  # the lease epoch the actor wrote under, when it is a worker
+    data: AnyEventData
+    prev_hash: str
+    hash: str
+
+    @property
+    def type(self) -> str:
+        return str(type(self.data).__struct_config__.tag)
