@@ -65,7 +65,6 @@ def approved(store: waypost.Store, target: str, count: int) -> list[str]:
     """`count` runs taken to approved (the owner reviews, then approves), each with its
     final delivery queued."""
     from waypost.config import Config
-    from waypost.review import review
 
     made, config = [], Config()
     for number in range(count):
@@ -77,7 +76,7 @@ def approved(store: waypost.Store, target: str, count: int) -> list[str]:
                                "412 passed, 0 failed")
         worker.ready("fixed the race in the login test")
         owner = waypost.Run(store, run.id, actor="owner")
-        review(owner, config=config)
+        owner.review(config=config)
         owner.approve()
         made.append(run.id)
     return made

@@ -22,7 +22,6 @@ from waypost.delivery.policy import Attempt, sent
 from waypost.delivery.settings import DeliverySettings
 from waypost.delivery.targets import Outgoing, Target
 from waypost.model import EvidenceKind, Kind, Verdict
-from waypost.review import review
 from waypost.store import Store
 
 PRIVATE = "customer ACME-7731 fixed on host build-17.corp.internal; told bob@acme-corp.example"
@@ -43,7 +42,7 @@ def approved_run(store: Store, clock: Callable[[], datetime], *, target: str = "
     worker.report_evidence(EvidenceKind.TEST, Verdict.PASSED, "pytest -q: 42 passed")
     worker.ready(PRIVATE, public_summary=PUBLIC)
     owner = runs.Run(store, run.id, actor="alice", clock=clock)
-    review(owner, config=Config())
+    owner.review(config=Config())
     owner.approve()
     return run.id
 

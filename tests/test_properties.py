@@ -11,8 +11,7 @@ from hypothesis import HealthCheck, event, settings
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from tests.helpers import FakeClock
-from waypost import review, runs
-from waypost.config import Config
+from waypost import runs
 from waypost.core.history import verify_run
 from waypost.core.machine import fold
 from waypost.errors import InvalidInput, NotFound, Refused
@@ -63,10 +62,7 @@ class PacketMachine(RuleBasedStateMachine):
         before_events = len(self.store.events(self.run_id))
         run = self.handle(actor)
         try:
-            if action == "review":
-                result = review.review(run, config=Config())
-            else:
-                result = getattr(run, action)(*args)
+            result = getattr(run, action)(*args)
         except REFUSALS:
             event(f"{action} refused")
             assert self.packet == before
@@ -115,7 +111,7 @@ class PacketMachine(RuleBasedStateMachine):
 
     @rule(actor=ACTORS, name=st.sampled_from(["a.md", "b.md"]))
     def artifact(self, actor: str, name: str) -> None:
-        self.attempt(actor, "add_artifact", Artifact(
+        self.attempt(actor, "record_artifact", Artifact(
             name=name, role=ArtifactRole.REPORT, url=f"https://example.invalid/{name}",
             recorded_at=self.clock(), recorded_by=actor))
 

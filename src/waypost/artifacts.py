@@ -7,11 +7,11 @@ import hashlib
 import mimetypes
 import os
 import re
+from datetime import datetime
 from pathlib import Path
 
 from waypost.errors import IntegrityError, InvalidInput, NotFound, RuleViolation
-from waypost.model import Artifact, ArtifactRole, Packet
-from waypost.runs import Run
+from waypost.model import Artifact, ArtifactRole
 from waypost.store.base import Store
 
 _NAME = re.compile(r"^[A-Za-z0-9._+@-][A-Za-z0-9 ._+@-]{0,199}$")
@@ -31,15 +31,14 @@ def is_url(source: str) -> bool:
     return source.startswith(("http://", "https://"))
 
 
-def add(run: Run, source: str, *, role: ArtifactRole, name: str | None = None,
-        max_bytes: int) -> Packet:
-    """Record `source` (a file path or an http(s) URL) as an artifact of the run."""
+def from_source(store: Store, source: str, *, role: ArtifactRole, name: str | None,
+                max_bytes: int, at: datetime, by: str) -> Artifact:
+    """The record of `source` (a file path or an http(s) URL) as an artifact; a file's bytes
+    are stored as a blob now."""
     if is_url(source):
         label = check_name(name or source.rstrip("/").rsplit("/", 1)[-1] or "link")
-        artifact = Artifact(name=label, role=role, url=source,
-                            media_type=_media_type(label), recorded_at=run.clock(),
-                            recorded_by=run.actor)
-        return run.add_artifact(artifact)
+        return Artifact(name=label, role=role, url=source, media_type=_media_type(label),
+                        recorded_at=at, recorded_by=by)
     path = Path(source)
     if not path.is_file():
         raise NotFound(f"no file {source}", hint="check the path, or pass an http(s) URL")
@@ -50,12 +49,11 @@ def add(run: Run, source: str, *, role: ArtifactRole, name: str | None = None,
             hint="raise [limits] max_artifact_bytes in waypost.toml, or record a URL instead",
         )
     data = path.read_bytes()
-    digest = run.store.put_blob(data)
+    digest = store.put_blob(data)
     label = check_name(name or path.name)
-    artifact = Artifact(name=label, role=role, path=source, sha256=digest, bytes=len(data),
-                        media_type=_media_type(label), stored=True, recorded_at=run.clock(),
-                        recorded_by=run.actor)
-    return run.add_artifact(artifact)
+    return Artifact(name=label, role=role, path=source, sha256=digest, bytes=len(data),
+                    media_type=_media_type(label), stored=True, recorded_at=at,
+                    recorded_by=by)
 
 
 def fetch(store: Store, run_id: str, name: str) -> tuple[Artifact, bytes]:

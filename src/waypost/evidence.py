@@ -1,4 +1,5 @@
-"""Evidence that was actually checked: running a command and recording what happened."""
+"""Evidence that was actually checked: running a command, what it did (`CheckResult`),
+and the evidence record made from it."""
 
 from __future__ import annotations
 
@@ -8,14 +9,30 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Sequence
+from datetime import datetime
 from typing import IO
 
 import msgspec
 
-from waypost.model import Assurance, EvidenceKind, Packet, Verdict
-from waypost.runs import Run
+from waypost.model import Assurance, Evidence, EvidenceKind, Verdict
+from waypost.store.base import Store
 
 Echo = Callable[[bytes], None]
+
+
+class CheckResult(msgspec.Struct, frozen=True, kw_only=True):
+    """What a check found, ready to become evidence."""
+
+    kind: EvidenceKind
+    verdict: Verdict
+    summary: str
+    command: str
+    cwd: str | None = None
+    exit_code: int | None = None
+    duration_s: float | None = None
+    output_tail: str | None = None
+    log_sha256: str | None = None
+    artifacts: tuple[str, ...] = ()
 
 
 class CommandOutcome(msgspec.Struct, frozen=True, kw_only=True):
@@ -65,20 +82,32 @@ def tail(data: bytes, limit: int) -> str:
     return ("…" + text) if len(data) > limit else text
 
 
-def record_command(run: Run, argv: Sequence[str], *, kind: EvidenceKind = EvidenceKind.COMMAND,
-                   cwd: str | None = None, timeout: float = 3600.0, tail_bytes: int = 4096,
-                   echo: Echo | None = None, gate: str | None = None,
-                   assurance: Assurance = Assurance.RECORDED) -> Packet:
-    """Run the command and record what happened as evidence (assurance `recorded`)."""
-    outcome = run_command(argv, cwd=cwd, timeout=timeout, echo=echo)
-    log_sha = run.store.put_blob(outcome.output)
-    command = shlex.join(argv)
+def command_summary(command: str, outcome: CommandOutcome, timeout: float) -> str:
+    """What a command did, in a line: its exit code and time, or the timeout that killed it."""
     if outcome.timed_out:
-        summary = f"`{command}` was killed after {timeout:.0f}s (timeout)"
-    else:
-        summary = f"`{command}` exited {outcome.exit_code} in {outcome.duration_s:.2f}s"
-    verdict = Verdict.PASSED if outcome.exit_code == 0 else Verdict.FAILED
-    return run.record_evidence(
-        kind=kind, verdict=verdict, assurance=assurance, summary=summary, command=command,
-        cwd=cwd, exit_code=outcome.exit_code, duration_s=round(outcome.duration_s, 3),
-        output_tail=tail(outcome.output, tail_bytes), log_sha256=log_sha, gate=gate)
+        return f"`{command}` was killed after {timeout:.0f}s (timeout)"
+    return f"`{command}` exited {outcome.exit_code} in {outcome.duration_s:.2f}s"
+
+
+def command_result(argv: Sequence[str], *, store: Store, kind: EvidenceKind = EvidenceKind.COMMAND,
+                   cwd: str | None = None, timeout: float = 3600.0, tail_bytes: int = 4096,
+                   echo: Echo | None = None) -> CheckResult:
+    """Run the command; keep its whole output as a blob and what happened as a result."""
+    outcome = run_command(argv, cwd=cwd, timeout=timeout, echo=echo)
+    log_sha = store.put_blob(outcome.output)
+    command = shlex.join(argv)
+    return CheckResult(
+        kind=kind, verdict=Verdict.PASSED if outcome.exit_code == 0 else Verdict.FAILED,
+        summary=command_summary(command, outcome, timeout), command=command, cwd=cwd,
+        exit_code=outcome.exit_code, duration_s=round(outcome.duration_s, 3),
+        output_tail=tail(outcome.output, tail_bytes), log_sha256=log_sha)
+
+
+def to_evidence(found: CheckResult, *, id: str, assurance: Assurance, at: datetime, by: str,
+                gate: str | None = None, review: str | None = None) -> Evidence:
+    return Evidence(id=id, kind=found.kind, verdict=found.verdict, assurance=assurance,
+                    summary=found.summary, command=found.command, cwd=found.cwd,
+                    exit_code=found.exit_code, duration_s=found.duration_s,
+                    output_tail=found.output_tail, log_sha256=found.log_sha256,
+                    artifacts=found.artifacts, gate=gate, review=review, recorded_at=at,
+                    recorded_by=by)

@@ -1,5 +1,5 @@
-"""Recovery by a new worker: `resume` takes over a silent worker's lease and hands the new
-worker a brief built from the packet and its history, so it continues from the last
+"""Recovery by a new worker: `Run.resume` takes over a silent worker's lease and hands the
+new worker a brief built from the packet and its history, so it continues from the last
 durable output instead of from the old worker's memory."""
 
 from __future__ import annotations
@@ -13,12 +13,10 @@ from waypost.core.due import last_sign_of_life, lease_until, liveness
 from waypost.core.history import Step, prepare
 from waypost.core.machine import apply
 from waypost.core.writes import RunWrite, Snapshot
-from waypost.durations import format_duration, utcnow
-from waypost.errors import RuleViolation, StoreError, VersionConflict
+from waypost.durations import format_duration
+from waypost.errors import RuleViolation
 from waypost.events import BlockerResolved, Claimed, Event
 from waypost.model import Blocker, BlockerKind, Evidence, Gate, Liveness, Packet
-from waypost.runs import MAX_ATTEMPTS
-from waypost.store.base import Store
 
 HISTORY_LINES = 12  # the state history fits one screen
 
@@ -65,24 +63,7 @@ class Brief(msgspec.Struct, frozen=True, kw_only=True):
     next_steps: tuple[str, ...]
 
 
-# --- resume -------------------------------------------------------------------------
-
-
-def resume(store: Store, run_id: str, *, actor: str, force: bool = False,
-           now: datetime | None = None) -> Brief:
-    """Take over the run's lease as `actor` (epoch + 1, the old worker fenced), resolve its
-    `worker_silent` blockers, and return the handoff brief. One transaction."""
-    for _ in range(MAX_ATTEMPTS):
-        snap = store.load(run_id)
-        at = now or utcnow()
-        check_may_resume(snap.packet, actor, force=force, now=at)
-        write = _takeover(snap, actor, at)
-        try:
-            store.commit_write(write)
-        except VersionConflict:
-            continue
-        return brief(write.packet, store.events(run_id))
-    raise StoreError(f"run {run_id}: gave up resuming after {MAX_ATTEMPTS} conflicting writes")
+# --- resume: may it, and the takeover --------------------------------------------------
 
 
 def check_may_resume(packet: Packet, actor: str, *, force: bool, now: datetime) -> None:
@@ -108,7 +89,8 @@ def _silent_blockers(packet: Packet) -> list[Blocker]:
     return [b for b in packet.open_blockers if b.kind is BlockerKind.WORKER_SILENT]
 
 
-def _takeover(snap: Snapshot, actor: str, at: datetime) -> RunWrite:
+def takeover(snap: Snapshot, actor: str, at: datetime) -> RunWrite:
+    """The takeover, decided: a claim (epoch + 1), then each `worker_silent` blocker resolved."""
     before = snap.packet
     holder = before.worker.actor if before.worker and before.worker.actor != actor else None
     epoch = (before.worker.epoch if before.worker else 0) + 1

@@ -1,5 +1,6 @@
-"""The parent's review: re-run every gate in the reviewer's own environment, re-verify every
-stored artifact, and record each result as `rechecked` evidence in one `reviewed` event.
+"""The parent's review (`Run.review`): re-run every gate in the reviewer's own environment,
+re-verify every stored artifact, and record each result as `rechecked` evidence in one
+`reviewed` event.
 
 Approval (the state machine's rule) then looks only at the latest review of the current
 result: each required gate passed there, or the owner waived it with a reason.
@@ -7,7 +8,8 @@ result: each required gate passed there, or the owner waived it with a reason.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from datetime import datetime
 
 import msgspec
 
@@ -15,20 +17,18 @@ from waypost.checks import (
     Check,
     CheckKind,
     Context,
-    Outcome,
-    hashes_outcome,
-    outcome,
+    check_result,
+    hashes_result,
     parse_check,
     run_check,
-    to_evidence,
 )
 from waypost.config import Config
-from waypost.core.authority import check_may_review
 from waypost.core.gates import HASHES_GATE, GateVerdict, next_review_id, unmet, verdicts
 from waypost.errors import InvalidInput
 from waypost.events import Reviewed
+from waypost.evidence import CheckResult, to_evidence
 from waypost.model import Assurance, Gate, Packet
-from waypost.runs import Run
+from waypost.store.base import Store
 
 
 class ReviewReport(msgspec.Struct, frozen=True, kw_only=True):
@@ -39,37 +39,42 @@ class ReviewReport(msgspec.Struct, frozen=True, kw_only=True):
     gates: tuple[GateVerdict, ...]
 
 
-def run_gate(gate: Gate, ctx: Context) -> Outcome:
+def run_gate(gate: Gate, ctx: Context) -> CheckResult:
     """One gate's check; a check that cannot even be parsed is a failed gate, not a crash."""
     try:
         return run_check(parse_check(gate.check), ctx)
     except InvalidInput as exc:
-        return outcome(Check(spec=gate.check, kind=CheckKind.COMMAND), False, exc.message)
+        return check_result(Check(spec=gate.check, kind=CheckKind.COMMAND), False, exc.message)
 
 
-def review(run: Run, *, config: Config, cwd: str | None = None) -> tuple[Packet, ReviewReport]:
-    """Run every gate now, as `run.actor`, and record the verdicts (owner or transferee)."""
-    packet = run.packet
-    check_may_review(packet, run.actor)  # before any gate runs a command
-    ctx = Context(store=run.store, packet=packet, config=config, cwd=cwd)
+Measured = Sequence[tuple[str, CheckResult]]  # (gate name, what its check found)
+
+
+def measure(store: Store, packet: Packet, config: Config, cwd: str | None) -> Measured:
+    """Every declared gate run now, and the built-in re-verification of stored artifacts."""
+    ctx = Context(store=store, packet=packet, config=config, cwd=cwd)
     measured = [(g.name, run_gate(g, ctx)) for g in packet.gates]
-    hashes = hashes_outcome(ctx)
+    hashes = hashes_result(ctx)
     if hashes is not None:
         measured.append((HASHES_GATE, hashes))
+    return measured
 
-    def build(p: Packet) -> Reviewed:
-        rid = next_review_id(p)
-        at = run.clock()
-        return Reviewed(review_id=rid, evidence=tuple(
-            to_evidence(found, id=f"e{len(p.evidence) + i}", assurance=Assurance.RECHECKED,
-                        at=at, by=run.actor, gate=name, review=rid)
-            for i, (name, found) in enumerate(measured, start=1)))
 
-    packet = run.write(build)
+def reviewed(packet: Packet, measured: Measured, *, at: datetime, by: str) -> Reviewed:
+    """The `reviewed` event recording `measured` as rechecked evidence, numbered on."""
+    rid = next_review_id(packet)
+    return Reviewed(review_id=rid, evidence=tuple(
+        to_evidence(found, id=f"e{len(packet.evidence) + i}", assurance=Assurance.RECHECKED,
+                    at=at, by=by, gate=name, review=rid)
+        for i, (name, found) in enumerate(measured, start=1)))
+
+
+def report(packet: Packet) -> ReviewReport:
+    """What the packet's latest review found of each gate."""
     latest = packet.reviews[-1]
     found = verdicts(packet, latest)
-    return packet, ReviewReport(run=packet.id, review=latest.id, by=latest.by,
-                                approvable=not unmet(found), gates=tuple(found))
+    return ReviewReport(run=packet.id, review=latest.id, by=latest.by,
+                        approvable=not unmet(found), gates=tuple(found))
 
 
 def parse_waivers(specs: list[str] | tuple[str, ...]) -> Mapping[str, str]:

@@ -1,8 +1,12 @@
-"""Use cases: start a run, and a `Run` handle for everything that happens to it afterwards.
+"""Use cases: start a run, and a `Run` handle that owns every verb that happens to it
+afterwards: the worker's (claim, heartbeat, block, artifacts, evidence and checks, ready,
+resume) and the owner's (review, approve, changes, transfer, cancel).
 
 Every write goes the same way: read the packet, build one event, `apply` it (the rules),
 and commit event + packet with the version guard. A version conflict re-reads and
-re-decides, so concurrent heartbeats never lose each other.
+re-decides (`store.base.retry_conflicts`), so concurrent heartbeats never lose each other.
+The modules behind the verbs (artifacts, evidence, checks, review, handoff) import nothing
+from here; they are loaded when their verb is first called.
 """
 
 from __future__ import annotations
@@ -10,14 +14,16 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from waypost.config import Config
+from waypost.core.authority import check_may_review
 from waypost.core.due import lease_until
 from waypost.core.history import make_event, prepare
 from waypost.core.machine import apply, next_blocker_id, next_evidence_id
-from waypost.core.writes import Snapshot
+from waypost.core.writes import RunWrite, Snapshot
 from waypost.durations import Clock, new_run_id, parse_deadline, utcnow
-from waypost.errors import InvalidInput, StoreError, VersionConflict, WaypostError
+from waypost.errors import InvalidInput, VersionConflict, WaypostError
 from waypost.events import (
     AnyEventData,
     Approved,
@@ -35,6 +41,7 @@ from waypost.events import (
 )
 from waypost.model import (
     Artifact,
+    ArtifactRole,
     Assurance,
     Authority,
     BlockerKind,
@@ -48,10 +55,12 @@ from waypost.model import (
     Waiver,
     to_json,
 )
-from waypost.store.base import Store
+from waypost.store.base import Store, retry_conflicts
 
-MAX_ATTEMPTS = 200
-
+if TYPE_CHECKING:
+    from waypost.evidence import CheckResult
+    from waypost.handoff import Brief
+    from waypost.review import ReviewReport
 
 def classify(kind: Kind | None, expect: float | None, threshold: float) -> Kind:
     """Explicit kind wins; else `expect` against the threshold; else bounded."""
@@ -108,7 +117,7 @@ def start(
 def with_default_gates(gates: Sequence[Gate], config: Config) -> tuple[Gate, ...]:
     """The project's `[gates]` first, then the run's own (which win on the same name);
     every check is parsed now, so a typo is refused before the run exists."""
-    from waypost.checks import parse_check
+    from waypost.checks import parse_check  # here: the hot verbs never start a run
 
     merged = {g.name: g for g in (parse_gate(f"{n}={c}") for n, c in config.gates)}
     merged.update((g.name, g) for g in gates)
@@ -124,10 +133,11 @@ def _fingerprint(*params: object) -> str:
                                    for p in params])).hexdigest()
 
 
-def _jitter(attempt: int) -> float:
+def _jitter(attempt: int) -> None:
+    """A short random pause after a conflict, longer as they repeat, so racing writers part."""
     import random  # only after a conflict: the CLI's hot verbs do not pay for it
 
-    return random.uniform(0, 0.002 * min(attempt + 1, 10))
+    time.sleep(random.uniform(0, 0.002 * min(attempt + 1, 10)))
 
 
 class Run:
@@ -156,36 +166,30 @@ class Run:
         The packet this handle committed last is reused instead of read again (a worker's
         next heartbeat skips a read): if anything changed since, the version guard refuses
         the commit, and a refusal or a broken rule is decided again on a fresh read.
+        With `expected_version`, a packet at another version is a VersionConflict.
         """
-        for attempt in range(MAX_ATTEMPTS):
-            snap, self._last = self._last, None
-            fresh = snap is None
-            if snap is None:
-                snap = self.store.load(self.id)
+        snap, self._last = self._last, None
+        if snap is not None and self.expected_version is None:
             try:
-                if self.expected_version not in (None, snap.packet.version):
-                    raise VersionConflict(
-                        f"run {self.id} is at version {snap.packet.version}, "
-                        f"not {self.expected_version}",
-                        hint=f"read it again: waypost show {self.id}",
-                    )
-                write = prepare(snap, [(build(snap.packet), self.epoch)], actor=self.actor,
-                                at=self.clock())
+                return self._commit(snap, build)
             except WaypostError:
-                if fresh:
-                    raise
-                continue
-            try:
-                self.store.commit_write(write)
-            except VersionConflict:
-                if self.expected_version is not None and fresh:
-                    raise
-                if fresh:
-                    time.sleep(_jitter(attempt))
-                continue
-            self._last = Snapshot(write.packet, write.events[-1].hash)
-            return write.packet
-        raise StoreError(f"run {self.id}: gave up after {MAX_ATTEMPTS} conflicting writes")
+                pass  # decided on a packet that has changed since: decide again on a fresh read
+        if self.expected_version is not None:
+            return self._commit(self.store.load(self.id), build)
+        return retry_conflicts(lambda: self._commit(self.store.load(self.id), build),
+                               what=f"run {self.id}", pause=_jitter)
+
+    def _commit(self, snap: Snapshot, build: Callable[[Packet], AnyEventData]) -> Packet:
+        if self.expected_version not in (None, snap.packet.version):
+            raise VersionConflict(
+                f"run {self.id} is at version {snap.packet.version}, not {self.expected_version}",
+                hint=f"read it again: waypost show {self.id}",
+            )
+        write = prepare(snap, [(build(snap.packet), self.epoch)], actor=self.actor,
+                        at=self.clock())
+        self.store.commit_write(write)
+        self._last = Snapshot(write.packet, write.events[-1].hash)
+        return write.packet
 
     # --- the worker's verbs -----------------------------------------------------------
 
@@ -223,8 +227,24 @@ class Run:
         return self.write(lambda p: BlockerResolved(blocker_id=blocker_id,
                                                     resolution=resolution))
 
-    def add_artifact(self, artifact: Artifact) -> Packet:
+    def add_artifact(self, source: str, *, role: ArtifactRole, name: str | None = None,
+                     max_bytes: int) -> Packet:
+        """Record `source`: a file (copied into the store, at most `max_bytes`) or an
+        http(s) URL (a reference)."""
+        from waypost import artifacts
+
+        return self.record_artifact(artifacts.from_source(
+            self.store, source, role=role, name=name, max_bytes=max_bytes, at=self.clock(),
+            by=self.actor))
+
+    def record_artifact(self, artifact: Artifact) -> Packet:
         return self.write(lambda p: ArtifactRecorded(artifact=artifact))
+
+    def artifact(self, name: str) -> tuple[Artifact, bytes]:
+        """A stored artifact's record and bytes, checked against its sha256."""
+        from waypost import artifacts
+
+        return artifacts.fetch(self.store, self.id, name)
 
     def record_evidence(
         self, *, kind: EvidenceKind, verdict: Verdict, assurance: Assurance, summary: str,
@@ -243,6 +263,37 @@ class Run:
 
         return self.write(build)
 
+    def record_result(self, found: CheckResult, *, assurance: Assurance = Assurance.RECORDED,
+                      gate: str | None = None) -> Packet:
+        """Record what a command or check found as evidence (`recorded`: waypost ran it)."""
+        from waypost.evidence import to_evidence
+
+        return self.write(lambda p: EvidenceRecorded(evidence=to_evidence(
+            found, id=next_evidence_id(p), assurance=assurance, at=self.clock(),
+            by=self.actor, gate=gate)))
+
+    def record_command(self, argv: Sequence[str], *, kind: EvidenceKind = EvidenceKind.COMMAND,
+                       cwd: str | None = None, timeout: float = 3600.0,
+                       tail_bytes: int = 4096, echo: Callable[[bytes], None] | None = None,
+                       gate: str | None = None,
+                       assurance: Assurance = Assurance.RECORDED) -> Packet:
+        """Run the command and record what happened (exit code, time, output tail, log)."""
+        from waypost.evidence import command_result
+
+        found = command_result(argv, store=self.store, kind=kind, cwd=cwd, timeout=timeout,
+                               tail_bytes=tail_bytes, echo=echo)
+        return self.record_result(found, assurance=assurance, gate=gate)
+
+    def check(self, spec: str, *, config: Config | None = None,
+              cwd: str | None = None) -> Packet:
+        """Run a built-in check (`KIND:ARG`) now and record what it found."""
+        from waypost import checks
+
+        check = checks.parse_check(spec)
+        ctx = checks.Context(store=self.store, packet=self.packet, config=config or Config(),
+                             cwd=cwd)
+        return self.record_result(checks.run_check(check, ctx))
+
     def skip_evidence(self, kind: EvidenceKind, reason: str) -> Packet:
         """A check that could not run, with the named reason (never fake confidence)."""
         return self.record_evidence(kind=kind, verdict=Verdict.SKIPPED,
@@ -258,13 +309,46 @@ class Run:
               artifacts: Sequence[str] = (), config: Config | None = None) -> Packet:
         """Submit the result; an artifact it names must hold substantive content."""
         if artifacts:
-            from waypost.checks import require_substantive
+            from waypost.substance import require_substantive
 
             require_substantive(self.store, self.packet, artifacts, config or Config())
         return self.write(lambda p: MarkedReady(summary=summary, public_summary=public_summary,
                                                 artifacts=tuple(artifacts)))
 
+    def resume(self, *, force: bool = False) -> Brief:
+        """Take over the lease as this handle's actor (epoch + 1, the old worker fenced),
+        resolve the run's `worker_silent` blockers, and return the handoff brief; one
+        transaction. Only a silent worker is taken over, unless `force` (`handoff`)."""
+        from waypost import handoff
+
+        def attempt() -> RunWrite:
+            snap = self.store.load(self.id)
+            at = self.clock()
+            handoff.check_may_resume(snap.packet, self.actor, force=force, now=at)
+            write = handoff.takeover(snap, self.actor, at)
+            self.store.commit_write(write)
+            return write
+
+        write = retry_conflicts(attempt, what=f"run {self.id}: resuming")
+        assert write.packet.worker is not None
+        self.epoch = write.packet.worker.epoch
+        self._last = Snapshot(write.packet, write.events[-1].hash)
+        return handoff.brief(write.packet, self.store.events(self.id))
+
     # --- the owner's verbs ------------------------------------------------------------
+
+    def review(self, *, config: Config | None = None,
+               cwd: str | None = None) -> tuple[Packet, ReviewReport]:
+        """Run every gate now, in this process's environment, and record the verdicts as
+        `rechecked` evidence (owner, or a holder of the approve authority)."""
+        from waypost import review
+
+        packet = self.packet
+        check_may_review(packet, self.actor)  # before any gate runs a command
+        measured = review.measure(self.store, packet, config or Config(), cwd)
+        packet = self.write(lambda p: review.reviewed(p, measured, at=self.clock(),
+                                                      by=self.actor))
+        return packet, review.report(packet)
 
     def changes(self, reason: str) -> Packet:
         return self.write(lambda p: ChangesRequested(reason=reason))

@@ -27,10 +27,9 @@ def artifact() -> None:
 def artifact_add(ctx: Ctx, run_id: str, source: str, role: str, name: str | None,
                  epoch: int | None) -> None:
     """Record a file (copied into the store) or a URL (a reference)."""
-    from waypost import artifacts
-
-    packet = artifacts.add(ctx.run(run_id, epoch), source, role=model.ArtifactRole(role),
-                           name=name, max_bytes=ctx.config.max_artifact_bytes)
+    packet = ctx.run(run_id, epoch).add_artifact(source, role=model.ArtifactRole(role),
+                                                 name=name,
+                                                 max_bytes=ctx.config.max_artifact_bytes)
     recorded = packet.artifacts[-1]
     ctx.emit({"run": run_id, "artifact": recorded},
              f"{recorded.name} {recorded.bytes or ''} {recorded.sha256 or recorded.url}")
@@ -46,7 +45,7 @@ def artifact_get(ctx: Ctx, run_id: str, name: str, output: str | None) -> None:
     """Fetch a stored artifact's bytes (checked against its sha256)."""
     from waypost import artifacts
 
-    recorded, data = artifacts.fetch(ctx.store, run_id, name)
+    recorded, data = ctx.run(run_id).artifact(name)
     if output == "-":
         sys.stdout.buffer.write(data)
         return
@@ -76,10 +75,8 @@ def evidence_run(ctx: Ctx, run_id: str, command: Sequence[str], kind: str, cwd: 
     The verb itself exits 0 once the evidence is recorded, whatever the verdict; the
     verdict is printed (and is `passed` only for exit code 0).
     """
-    from waypost import evidence as ev
-
-    packet = ev.record_command(
-        ctx.run(run_id, epoch), command, kind=model.EvidenceKind(kind), cwd=cwd,
+    packet = ctx.run(run_id, epoch).record_command(
+        command, kind=model.EvidenceKind(kind), cwd=cwd,
         timeout=duration(timeout) or ctx.config.evidence_timeout,
         tail_bytes=ctx.config.output_tail_bytes, echo=None if ctx.json else _echo_err)
     recorded = packet.evidence[-1]
@@ -112,9 +109,7 @@ def evidence_check(ctx: Ctx, run_id: str, check: str, cwd: str | None,
       command:CMD          CMD exits 0
     Exits 0 once recorded, whatever the verdict; the verdict and its reason are printed.
     """
-    from waypost import checks
-
-    packet = checks.record_check(ctx.run(run_id, epoch), check, config=ctx.config, cwd=cwd)
+    packet = ctx.run(run_id, epoch).check(check, config=ctx.config, cwd=cwd)
     recorded = packet.evidence[-1]
     ctx.emit({"run": run_id, "evidence": recorded},
              f"{recorded.id} {recorded.verdict}: {recorded.summary}")

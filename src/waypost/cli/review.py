@@ -37,9 +37,7 @@ def review(ctx: Ctx, run_id: str, cwd: str | None) -> None:
     Each result is recorded as `rechecked` evidence. Exits 3 when a required gate did
     not pass (the verdicts are recorded either way).
     """
-    from waypost.review import review as review_run
-
-    packet, report = review_run(ctx.run(run_id), config=ctx.config, cwd=cwd)
+    packet, report = ctx.run(run_id).review(config=ctx.config, cwd=cwd)
     verdict = "approvable" if report.approvable else "NOT approvable: a required gate did not pass"
     ctx.emit(report, f"{run_id} review {report.review} by {report.by}: {verdict}\n"
              + verdict_table(report.gates))

@@ -116,7 +116,7 @@ def resume(ctx: Ctx, run_id: str, force: bool) -> None:
     the lease, you are the owner, or with --force. The worker_silent blocker is resolved;
     the old worker's writes are refused from now on.
     """
-    brief = handoff.resume(ctx.store, run_id, actor=ctx.actor, force=force)
+    brief = ctx.run(run_id).resume(force=force)
     ctx.emit(brief, handoff.brief_text(brief, utcnow()))
 
 

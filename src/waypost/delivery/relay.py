@@ -24,13 +24,12 @@ from waypost.delivery import document, policy
 from waypost.delivery.settings import DeliverySettings
 from waypost.delivery.targets import Outgoing, Target, resolve
 from waypost.durations import Clock, utcnow
-from waypost.errors import Refused, StaleLease, StoreError, VersionConflict
+from waypost.errors import Refused, StaleLease
 from waypost.events import AnyEventData, Delivered, DeliveryFailed, Event
 from waypost.model import Delivery, Purpose, RelayInfo, State
-from waypost.store.base import Store
+from waypost.store.base import Store, retry_conflicts
 
 Resolver = Callable[[str, DeliverySettings], Target]
-MAX_CONFLICTS = 50
 BEAT_EVERY = 10.0  # seconds between registration renewals while draining
 
 
@@ -174,14 +173,10 @@ class Relay:
         if delivery.purpose is not Purpose.FINAL:
             return self.store.finish_delivery(delivery.key, self.id, at=at, receipt=receipt,
                                               error=error)
-        for _ in range(MAX_CONFLICTS):
-            write = self._run_write(delivery, at, receipt, error)
-            try:
-                return self.store.finish_delivery(delivery.key, self.id, at=at,
-                                                  receipt=receipt, error=error, write=write)
-            except VersionConflict:
-                continue  # the run changed meanwhile (a transfer, a cancel): decide again
-        raise StoreError(f"{delivery.key}: gave up after {MAX_CONFLICTS} conflicting writes")
+        # the run may change meanwhile (a transfer, a cancel): then it is decided again
+        return retry_conflicts(lambda: self.store.finish_delivery(
+            delivery.key, self.id, at=at, receipt=receipt, error=error,
+            write=self._run_write(delivery, at, receipt, error)), what=delivery.key)
 
     def _run_write(self, delivery: Delivery, at: datetime, receipt: str | None,
                    error: str | None) -> RunWrite | None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from datetime import datetime
 from types import TracebackType
 from typing import Self, TypeVar
@@ -11,7 +11,7 @@ from typing import Self, TypeVar
 import msgspec
 
 from waypost.core.writes import Deferral, Due, RunWrite, Snapshot
-from waypost.errors import StaleLease
+from waypost.errors import StaleLease, StoreError, VersionConflict
 from waypost.events import Event
 from waypost.model import Delivery, OutboxItem, Packet, RelayInfo, State, Watcher
 
@@ -31,6 +31,26 @@ def check_moves(stored: _Moment | None, due: _Moment | None, *, now: _Moment) ->
     if stored is None or due is None:
         return True
     return due < stored or stored <= now
+
+
+MAX_CONFLICTS = 200  # a write decided again this many times has met a writer storm: give up
+
+_T = TypeVar("_T")
+
+
+def retry_conflicts(attempt: Callable[[], _T], *, what: str, limit: int = MAX_CONFLICTS,
+                    pause: Callable[[int], None] | None = None) -> _T:
+    """The one read-decide-commit loop: call `attempt` (it reads, decides with the rules and
+    commits under the version guard) again while another writer came first
+    (VersionConflict), at most `limit` times; `pause(n)` runs between tries. Every writer
+    goes through it: the use cases, resume and the relay."""
+    for tried in range(limit):
+        try:
+            return attempt()
+        except VersionConflict:
+            if pause is not None:
+                pause(tried)
+    raise StoreError(f"{what}: gave up after {limit} conflicting writes")
 
 
 def lost_lease(current: Delivery, relay: str) -> StaleLease:
