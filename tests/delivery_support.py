@@ -6,7 +6,7 @@ from __future__ import annotations
 import base64
 import os
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -18,9 +18,7 @@ import standardwebhooks
 from tests.helpers import FakeClock
 from waypost import runs
 from waypost.config import Config
-from waypost.delivery.policy import Attempt, sent
 from waypost.delivery.settings import DeliverySettings
-from waypost.delivery.targets import Outgoing, Target
 from waypost.model import EvidenceKind, Kind, Verdict
 from waypost.store import Store
 
@@ -53,21 +51,6 @@ def fast(**overrides: Any) -> DeliverySettings:
                               "timeout": 10.0}
     values.update(overrides)
     return DeliverySettings(**values)
-
-
-class FakeTarget:
-    """Records what it was sent and answers from a script (then `sent`)."""
-
-    def __init__(self, script: Sequence[Attempt] = ()) -> None:
-        self.script = list(script)
-        self.sent: list[Outgoing] = []
-
-    def send(self, outgoing: Outgoing, *, at: datetime) -> Attempt:
-        self.sent.append(outgoing)
-        return self.script.pop(0) if self.script else sent("fake: accepted")
-
-    def resolver(self) -> Callable[[str, DeliverySettings], Target]:
-        return lambda uri, settings: self
 
 
 class Request(msgspec.Struct, frozen=True, kw_only=True):

@@ -11,21 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.delivery_support import (
-    PRIVATE,
-    PUBLIC,
-    FakeTarget,
-    approved_run,
-    drain_until_settled,
-    fast,
-)
+from tests.delivery_support import PRIVATE, PUBLIC, approved_run, drain_until_settled, fast
 from tests.helpers import Cli, FakeClock
 from waypost import runs
 from waypost.core import outbox
 from waypost.delivery import document
+from waypost.delivery.base import Outgoing, RecordingTarget
 from waypost.delivery.policy import Attempt, give_up, retry
 from waypost.delivery.relay import Relay
-from waypost.delivery.targets import FileTarget, Outgoing, resolve
+from waypost.delivery.targets import FileTarget, resolve
 from waypost.model import BlockerKind, DeliveryStatus, Kind, Purpose, State
 from waypost.store import Store, open_store
 
@@ -38,7 +32,7 @@ def db(tmp_path: Path) -> Iterator[Store]:
         yield store
 
 
-def relay(store: Store, clock: FakeClock, target: FakeTarget | None = None,
+def relay(store: Store, clock: FakeClock, target: RecordingTarget | None = None,
           **settings: float) -> Relay:
     return Relay(store, settings=fast(**settings), relay_id="relay:t", clock=clock,
                  rand=lambda: 1.0, targets=target.resolver() if target else resolve)
@@ -123,7 +117,7 @@ def test_deliver_once_twice_sends_nothing_the_second_time(
 
 def test_retries_back_off_exponentially_then_deliver(db: Store, clock: FakeClock) -> None:
     run_id = approved_run(db, clock, target="https://hooks.example/x")
-    fake = FakeTarget([retry("HTTP 500"), retry("HTTP 503"), retry("timed out")])
+    fake = RecordingTarget([retry("HTTP 500"), retry("HTTP 503"), retry("timed out")])
     r = relay(db, clock, fake, backoff_base=0.2)
     waits = []
     for _ in range(3):
@@ -147,7 +141,7 @@ def test_a_permanent_failure_blocks_the_run_and_unblock_requeues_the_same_key(
         db: Store, clock: FakeClock) -> None:
     target = "https://hooks.example/gone"
     run_id = approved_run(db, clock, target=target)
-    fake = FakeTarget([give_up("HTTP 410 Gone: the receiver asked not to be sent this again")])
+    fake = RecordingTarget([give_up("HTTP 410 Gone: the receiver asked not to be sent this again")])
     r = relay(db, clock, fake)
     [row] = r.drain()
     assert row.status is DeliveryStatus.FAILED
@@ -168,7 +162,7 @@ def test_a_permanent_failure_blocks_the_run_and_unblock_requeues_the_same_key(
 
 def test_an_exhausted_horizon_fails_for_good(db: Store, clock: FakeClock) -> None:
     run_id = approved_run(db, clock, target="https://hooks.example/down")
-    fake = FakeTarget([retry("HTTP 502")] * 20)
+    fake = RecordingTarget([retry("HTTP 502")] * 20)
     drain_until_settled(relay(db, clock, fake, backoff_base=1.0, horizon=10.0), clock)
     packet = db.get(run_id)
     assert packet.state is State.BLOCKED
@@ -181,7 +175,7 @@ def test_an_exhausted_horizon_fails_for_good(db: Store, clock: FakeClock) -> Non
 def test_a_cancelled_run_is_not_delivered(db: Store, clock: FakeClock) -> None:
     run_id = approved_run(db, clock, target="https://hooks.example/x")
     runs.Run(db, run_id, actor="alice", clock=clock).cancel("not needed any more")
-    fake = FakeTarget()
+    fake = RecordingTarget()
     [row] = relay(db, clock, fake).drain()
     assert fake.sent == []
     assert row.status is DeliveryStatus.FAILED
@@ -324,22 +318,22 @@ def test_an_unknown_scheme_fails_for_good(db: Store, clock: FakeClock) -> None:
 def test_a_relay_whose_lease_ran_out_leaves_the_delivery_to_its_successor(
         db: Store, clock: FakeClock) -> None:
     run_id = approved_run(db, clock, target="https://hooks.example/slow")
-    slow = relay(db, clock, FakeTarget([retry("HTTP 504 (too late)")]))
+    slow = relay(db, clock, RecordingTarget([retry("HTTP 504 (too late)")]))
     quick = Relay(db, settings=fast(), relay_id="relay:2", clock=clock,
-                  targets=FakeTarget().resolver())
+                  targets=RecordingTarget().resolver())
     [mine] = db.claim_deliveries(slow.id, now=clock(), lease_s=1)
     clock.advance(2)
     [taken] = quick.drain()
     assert taken.status is DeliveryStatus.SENT
     left = slow.attempt(mine)  # no crash: the successor's receipt stands
     assert (left.status, left.lease_owner, left.receipt) == (
-        DeliveryStatus.SENT, None, "fake: accepted")
+        DeliveryStatus.SENT, None, "recorded: accepted")
     receipt = db.get(run_id).receipt
     assert receipt is not None
     assert receipt.relay == "relay:2"
 
 
-class SlowTarget(FakeTarget):
+class SlowTarget(RecordingTarget):
     def __init__(self, clock: FakeClock) -> None:
         super().__init__()
         self.clock = clock

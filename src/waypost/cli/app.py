@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from waypost.cli import demo, lifecycle, outputs
+from waypost.cli import lifecycle, outputs
 from waypost.cli.context import invoke
 from waypost.cli.hot import HOT
 from waypost.cli.options import Verb
@@ -19,6 +19,7 @@ from waypost.cli.options import Verb
 # Verbs that live in their own modules, imported only when called (or listed by --help), so
 # the hot verbs never pay for them. Each feature area adds its line here.
 LAZY_COMMANDS: dict[str, str] = {
+    "demo": "waypost.cli.demo:demo",
     "doctor": "waypost.cli.ops:doctor",
     "migrate": "waypost.cli.ops:migrate",
     "review": "waypost.cli.review:review",
@@ -77,7 +78,7 @@ def cli() -> None:
 
 for hot in HOT.values():
     cli.add_command(hot_command(hot))
-for command in (*lifecycle.COMMANDS, *outputs.COMMANDS, demo.demo):
+for command in (*lifecycle.COMMANDS, *outputs.COMMANDS):
     cli.add_command(command)
 
 

@@ -21,15 +21,15 @@ from waypost.core.history import prepare
 from waypost.core.machine import next_blocker_id
 from waypost.core.writes import RunWrite
 from waypost.delivery import document, policy
+from waypost.delivery.base import Outgoing, Resolver
 from waypost.delivery.settings import DeliverySettings
-from waypost.delivery.targets import Outgoing, Target, resolve
+from waypost.delivery.targets import resolve
 from waypost.durations import Clock, utcnow
 from waypost.errors import Refused, StaleLease
 from waypost.events import AnyEventData, Delivered, DeliveryFailed, Event
 from waypost.model import Delivery, Purpose, RelayInfo, State
 from waypost.store.base import Store, retry_conflicts
 
-Resolver = Callable[[str, DeliverySettings], Target]
 BEAT_EVERY = 10.0  # seconds between registration renewals while draining
 
 

@@ -1,8 +1,7 @@
 """Where deliveries go, by the URI recorded at start: `file:`, `exec:`, `none:`, and
 `http(s):` (in webhook.py, so httpx is imported only when a webhook is really sent).
 
-A target sends one `Outgoing` and reports an `Attempt`: sent (with the receipt), retry, or
-give up. Targets never touch the store; the relay records what they report.
+Each is a `delivery.base.Target`: it sends one `Outgoing` and reports an `Attempt`.
 """
 
 from __future__ import annotations
@@ -15,33 +14,15 @@ import subprocess
 import tempfile
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Protocol
-
-import msgspec
 
 from waypost.delivery import document
+from waypost.delivery.base import Outgoing, Target
 from waypost.delivery.policy import Attempt, give_up, retry, sent
 from waypost.delivery.settings import DeliverySettings
-from waypost.model import Delivery, Purpose
+from waypost.model import Purpose
 
 NOTHING_SENT = "target none: nothing was sent; nobody was told"
 SCHEMES = "file:PATH, https://…, http://…, exec:COMMAND or none:"
-
-
-class Outgoing(msgspec.Struct, frozen=True, kw_only=True):
-    """One delivery about to be attempted, with the document it carries."""
-
-    delivery: Delivery
-    document: dict[str, Any]
-
-    @property
-    def body(self) -> bytes:
-        return document.body(self.document)
-
-
-class Target(Protocol):
-    def send(self, outgoing: Outgoing, *, at: datetime) -> Attempt:
-        """Try once; report what happened (never raise for the target's own failures)."""
 
 
 def resolve(uri: str, settings: DeliverySettings) -> Target:
@@ -67,12 +48,12 @@ def file_path(uri: str) -> Path:
     return Path(rest).expanduser()
 
 
-class NoneTarget:
+class NoneTarget(Target):
     def send(self, outgoing: Outgoing, *, at: datetime) -> Attempt:
         return sent(NOTHING_SENT)
 
 
-class Unusable:
+class Unusable(Target):
     def __init__(self, reason: str) -> None:
         self.reason = reason
 
@@ -80,7 +61,7 @@ class Unusable:
         return give_up(self.reason)
 
 
-class FileTarget:
+class FileTarget(Target):
     """The final result written atomically (a retry with identical content is a no-op);
     notices appended as JSON lines, each key at most once."""
 
@@ -151,7 +132,7 @@ def atomic_write(path: Path, content: bytes) -> None:
         os.close(folder)
 
 
-class ExecTarget:
+class ExecTarget(Target):
     """The user's own sender: the document on stdin, the key in its environment."""
 
     def __init__(self, command: str, *, timeout: float) -> None:

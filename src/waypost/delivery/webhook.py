@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from waypost.delivery import signing
+from waypost.delivery.base import Outgoing, Target
 from waypost.delivery.policy import Attempt, for_status, retry
-from waypost.delivery.targets import Outgoing
 from waypost.errors import InvalidInput
 
 if TYPE_CHECKING:
@@ -24,7 +24,7 @@ NO_SECRET = ("no webhook secret to sign with: set WAYPOST_WEBHOOK_SECRET or [del
 RECEIPT_BYTES = 200
 
 
-class WebhookTarget:
+class WebhookTarget(Target):
     def __init__(self, url: str, *, secret: str | None, timeout: float) -> None:
         self.url = url
         self.secret = secret
