@@ -15,8 +15,8 @@ import pytest
 from tests import pg
 from tests.helpers import Cli
 from waypost.cli import main
-from waypost.cli.ops import Status, _skew_check
-from waypost.store.postgres_setup import latest_version, migrate, parse_url
+from waypost.store.base import Status
+from waypost.store.postgres_setup import latest_version, migrate, parse_url, skew_diagnosis
 from waypost.store.sqlite import SCHEMA_VERSION
 
 
@@ -128,7 +128,7 @@ def test_doctor_reports_an_unreachable_server() -> None:
 @pytest.mark.parametrize(("skew", "status"), [(0.4, Status.OK), (-1.9, Status.OK),
                                               (2.5, Status.FAIL), (-30.0, Status.FAIL)])
 def test_clock_skew_beyond_the_limit_fails(skew: float, status: Status) -> None:
-    check = _skew_check(timedelta(seconds=skew), timedelta(milliseconds=4), max_skew=2.0)
+    check = skew_diagnosis(timedelta(seconds=skew), timedelta(milliseconds=4), max_skew=2.0)
     assert check.status is status
     assert f"{skew:+.3f} s" in check.detail
     assert ("NTP" in check.detail) is (status is Status.FAIL)

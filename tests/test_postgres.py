@@ -120,7 +120,9 @@ def test_many_first_opens_at_once_migrate_once(pg_url: str) -> None:
     everything = list(range(1, latest_version() + 1))
     assert sorted(applied) == [[]] * 5 + [everything]
     with _open(pg_url) as store:
-        assert store.schema_status() == (everything, latest_version())
+        state = store.schema_state()
+        assert (state.version, state.latest) == (everything[-1], latest_version())
+        assert state.applied_now == ()  # every migration was applied by the racing openers
 
 
 # --- documents jsonb cannot hold exactly ---------------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Collection, Sequence
 from datetime import datetime
@@ -11,9 +12,9 @@ from typing import Self, TypeVar
 import msgspec
 
 from waypost.core.writes import Deferral, Due, RunWrite, Snapshot
-from waypost.errors import StaleLease, StoreError, VersionConflict
+from waypost.errors import InvalidInput, StaleLease, StoreError, VersionConflict
 from waypost.events import Event
-from waypost.model import Delivery, OutboxItem, Packet, RelayInfo, State, Watcher
+from waypost.model import TERMINAL, Delivery, OutboxItem, Packet, RelayInfo, State, Watcher
 
 _Moment = TypeVar("_Moment", float, datetime)  # unix time (SQLite) or datetime (PostgreSQL)
 
@@ -33,6 +34,7 @@ def check_moves(stored: _Moment | None, due: _Moment | None, *, now: _Moment) ->
     return due < stored or stored <= now
 
 
+PRUNE_BATCH = 500  # runs deleted per transaction by `Store.prune`
 MAX_CONFLICTS = 200  # a write decided again this many times has met a writer storm: give up
 
 _T = TypeVar("_T")
@@ -62,6 +64,28 @@ def lost_lease(current: Delivery, relay: str) -> StaleLease:
         f"relay {relay} no longer holds delivery {current.key}: {now_with}",
         hint=f"nothing to do: see where it stands with: waypost show {current.run_id}",
     )
+
+
+class SchemaState(msgspec.Struct, frozen=True, kw_only=True):
+    version: int  # the newest migration applied to the store
+    latest: int  # the newest migration this waypost ships
+    # the migrations this process applied when it opened the store; None on SQLite, which
+    # upgrades itself on open
+    applied_now: tuple[int, ...] | None = None
+
+
+class Status(enum.StrEnum):
+    OK = "ok"  # as it should be
+    WARN = "warn"  # works, but look at it
+    FAIL = "fail"  # needs fixing: doctor exits 1
+
+
+class Diagnosis(msgspec.Struct, frozen=True, kw_only=True):
+    """One thing `waypost doctor` checked, and what it found."""
+
+    name: str
+    status: Status
+    detail: str
 
 
 class Pruned(msgspec.Struct, frozen=True, kw_only=True):
@@ -282,7 +306,6 @@ class Store(ABC):
         nothing. A run's writes chain: the second expects the version the first writes.
         """
 
-    @abstractmethod
     def prune(self, *, before: datetime, states: Collection[State],
               blobs_before: datetime) -> Pruned:
         """Delete the runs in `states` last updated before `before`, with their events and
@@ -295,6 +318,40 @@ class Store(ABC):
         and deletes nothing. Runs are deleted in short transactions, each run with all of
         its rows at once, so a crash never leaves half a run.
         """
+        active = sorted(s.value for s in states if s not in TERMINAL)
+        if active:
+            raise InvalidInput(f"prune removes finished runs only, not {', '.join(active)}",
+                               hint="use --state delivered,cancelled")
+        names, totals = [s.value for s in states], [0, 0, 0]
+        while names:
+            batch = self._prune_runs(before, names)
+            totals = [t + b for t, b in zip(totals, batch, strict=True)]
+            if batch[0] < PRUNE_BATCH:
+                break
+        blobs, size = self._prune_blobs(blobs_before, before)
+        return Pruned(runs=totals[0], events=totals[1], deliveries=totals[2], blobs=blobs,
+                      blob_bytes=size)
+
+    @abstractmethod
+    def _prune_runs(self, before: datetime, states: list[str]) -> tuple[int, int, int]:
+        """Delete one transaction's batch (at most PRUNE_BATCH runs, each whole); returns
+        (runs, events, outbox rows) deleted."""
+
+    @abstractmethod
+    def _prune_blobs(self, blobs_before: datetime, watchers_before: datetime) -> tuple[int, int]:
+        """Delete unreferenced blobs stored before `blobs_before` and watcher registrations
+        expired before `watchers_before`; returns (blobs, their bytes)."""
+
+    # --- operations -------------------------------------------------------------------
+
+    @abstractmethod
+    def schema_state(self) -> SchemaState:
+        """The store's schema version against the newest this waypost ships."""
+
+    @abstractmethod
+    def diagnose(self, *, opened_ms: float, max_skew: float) -> list[Diagnosis]:
+        """What `waypost doctor` checks of this backend: how it connected (`opened_ms`), its
+        durability settings or its clock against this host's (`max_skew` seconds)."""
 
     @abstractmethod
     def close(self) -> None:

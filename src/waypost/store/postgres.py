@@ -20,27 +20,28 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from waypost.core.due import next_check_at
 from waypost.core.writes import Deferral, Due, RunWrite, Snapshot, in_force
+from waypost.durations import utcnow
 from waypost.errors import (
     IdempotencyConflict,
     IntegrityError,
-    InvalidInput,
     NotFound,
     StoreError,
     VersionConflict,
 )
 from waypost.events import Event
-from waypost.model import TERMINAL, Delivery, Packet, RelayInfo, State, Watcher, to_json
+from waypost.model import Delivery, Packet, RelayInfo, State, Watcher, to_json
 from waypost.store import postgres_outbox as outbox_sql
 from waypost.store import postgres_watch as watch_sql
-from waypost.store.base import Pruned, Store
+from waypost.store.base import Diagnosis, SchemaState, Status, Store
 from waypost.store.postgres_live import AdvisoryLock, RunListener, driver_errors
 from waypost.store.postgres_setup import (
     CONNECT_TIMEOUT,
-    Target,
+    Database,
     applied_versions,
     latest_version,
     migrate,
     parse_url,
+    skew_diagnosis,
 )
 
 POOL_MAX_SIZE = 8
@@ -78,7 +79,7 @@ class PostgresStore(Store):
 
     def __init__(self, url: str, *, migrate_schema: bool = True,
                  pool_size: int = POOL_MAX_SIZE) -> None:
-        self.target: Target = parse_url(url)
+        self.target: Database = parse_url(url)
         self.url = self.target.display
         self.schema = self.target.schema
         self.migrated_now: list[int] = []
@@ -352,24 +353,15 @@ class PostgresStore(Store):
                                      " rows", hint="run the sweep again")
         return applies
 
-    def prune(self, *, before: datetime, states: Collection[State],
-              blobs_before: datetime) -> Pruned:
-        active = sorted(s.value for s in states if s not in TERMINAL)
-        if active:
-            raise InvalidInput(f"prune removes finished runs only, not {', '.join(active)}",
-                               hint="use --state delivered,cancelled")
-        names, totals = [s.value for s in states], [0, 0, 0]
-        while names:
-            with self._cursor("prune runs", write=True) as cur:
-                batch = watch_sql.prune_batch(cur, before, names)
-            totals = [t + b for t, b in zip(totals, batch, strict=True)]
-            if batch[0] < watch_sql.PRUNE_BATCH:
-                break
+    def _prune_runs(self, before: datetime, states: list[str]) -> tuple[int, int, int]:
+        with self._cursor("prune runs", write=True) as cur:
+            return watch_sql.prune_batch(cur, before, states)
+
+    def _prune_blobs(self, blobs_before: datetime, watchers_before: datetime) -> tuple[int, int]:
         with self._cursor("prune blobs", write=True) as cur:
-            blobs, size = watch_sql.prune_blobs(cur, blobs_before)
-            watch_sql.prune_watchers(cur, before)
-        return Pruned(runs=totals[0], events=totals[1], deliveries=totals[2], blobs=blobs,
-                      blob_bytes=size)
+            found = watch_sql.prune_blobs(cur, blobs_before)
+            watch_sql.prune_watchers(cur, watchers_before)
+        return found
 
     # --- live coordination and operations ---------------------------------------------
 
@@ -386,16 +378,24 @@ class PostgresStore(Store):
         owner that `waypost watch --owner` watches on its own."""
         return self.advisory_lock("sweeper" if owner is None else f"sweeper:owner={owner}")
 
-    def schema_status(self) -> tuple[list[int], int]:
-        """(the migrations applied to this store, the latest this waypost knows)."""
+    def schema_state(self) -> SchemaState:
         with driver_errors("read the schema version"), self._pool.connection() as conn:
-            return applied_versions(conn), latest_version()
+            applied = applied_versions(conn)
+        return SchemaState(version=max(applied, default=0), latest=latest_version(),
+                           applied_now=tuple(self.migrated_now))
 
-    def server_clock(self) -> tuple[datetime, str]:
-        """(the database's clock now, its server version string)."""
+    def diagnose(self, *, opened_ms: float, max_skew: float) -> list[Diagnosis]:
+        """How it connected, and the clock skew between this host and the database."""
+        before = utcnow()
         rows = self._rows("read the server clock",
                           "SELECT clock_timestamp(), current_setting('server_version')")
-        return rows[0][0], rows[0][1]
+        after = utcnow()
+        server_now, version = rows[0][0], rows[0][1]
+        return [Diagnosis(name="connect", status=Status.OK,
+                          detail=f"PostgreSQL {version.split()[0]}, schema {self.schema}, "
+                          f"opened in {opened_ms:.0f} ms"),
+                skew_diagnosis(server_now - (before + (after - before) / 2), after - before,
+                               max_skew)]
 
     def close(self) -> None:
         self._pool.close()

@@ -19,7 +19,7 @@ from psycopg import sql
 from waypost.errors import StoreError
 from waypost.model import State
 from waypost.store.base import SweeperLock
-from waypost.store.postgres_setup import Target, lock_key
+from waypost.store.postgres_setup import Database, lock_key
 
 # how soon the server gives up on a silent lock holder: 10 s idle, then 3 probes 5 s apart
 KEEPALIVES = (("tcp_keepalives_idle", "10"), ("tcp_keepalives_interval", "5"),
@@ -57,7 +57,7 @@ def driver_errors(action: str) -> Iterator[None]:
 class _Session:
     """A dedicated connection, closed with the object."""
 
-    def __init__(self, target: Target, action: str) -> None:
+    def __init__(self, target: Database, action: str) -> None:
         with driver_errors(action):
             self._conn: psycopg.Connection[Any] = target.connect()
 
@@ -79,7 +79,7 @@ class RunListener(_Session):
     while the listener is open.
     """
 
-    def __init__(self, target: Target) -> None:
+    def __init__(self, target: Database) -> None:
         super().__init__(target, "listen for run changes")
         with driver_errors("listen for run changes"):
             self._conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(target.channel)))
@@ -102,7 +102,7 @@ class AdvisoryLock(_Session, SweeperLock):
     reconnects when it next tries to take the lock.
     """
 
-    def __init__(self, target: Target, name: str) -> None:
+    def __init__(self, target: Database, name: str) -> None:
         super().__init__(target, f"open the advisory lock {name!r}")
         self.name = name
         self._target = target

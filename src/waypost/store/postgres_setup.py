@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass
+from datetime import timedelta
 from importlib import resources
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -20,6 +21,7 @@ import psycopg
 from psycopg import sql
 
 from waypost.errors import InvalidInput
+from waypost.store.base import Diagnosis, Status
 
 DEFAULT_SCHEMA = "waypost"
 CHANNEL_PREFIX = "waypost_runs."
@@ -35,7 +37,7 @@ CREATE TABLE IF NOT EXISTS waypost_migrations (
 
 
 @dataclass(frozen=True, kw_only=True)
-class Target:
+class Database:
     """A parsed store URL: what libpq is given, the schema, and a URL safe to print."""
 
     conninfo: str
@@ -57,7 +59,7 @@ class Target:
         return psycopg.connect(self.conninfo, **self.connect_kwargs())
 
 
-def parse_url(url: str) -> Target:
+def parse_url(url: str) -> Database:
     """Split `?schema=NAME` off a postgresql:// URL (libpq would refuse it)."""
     parts = urlsplit(url)
     query = parse_qsl(parts.query, keep_blank_values=True)
@@ -71,7 +73,7 @@ def parse_url(url: str) -> Target:
     rest = [(key, value) for key, value in query if key not in ("schema", "options")]
     if "application_name" not in dict(rest):
         rest.append(("application_name", "waypost"))
-    return Target(conninfo=urlunsplit(parts._replace(query=urlencode(rest))), schema=schema,
+    return Database(conninfo=urlunsplit(parts._replace(query=urlencode(rest))), schema=schema,
                   display=_without_password(url),
                   options=f"{options} -c search_path={schema} -c TimeZone=UTC".strip())
 
@@ -162,3 +164,18 @@ def _create_schema(conn: psycopg.Connection[Any], schema: str) -> None:
     row = conn.execute("SELECT to_regnamespace(%s) IS NULL", (schema,)).fetchone()
     if row and row[0]:
         conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
+
+
+def skew_diagnosis(skew: timedelta, round_trip: timedelta, max_skew: float) -> Diagnosis:
+    """The clock skew between this host and the database, measured within half the round
+    trip: liveness and leases compare times written by different hosts."""
+    seconds = skew.total_seconds()
+    ahead = ("in step" if abs(seconds) < 0.001 else
+             "the database is ahead" if seconds > 0 else "this host is ahead")
+    detail = (f"{seconds:+.3f} s ({ahead}; measured within ±{round_trip.total_seconds() / 2:.3f}"
+              f" s, limit {max_skew:g} s)")
+    if abs(seconds) <= max_skew:
+        return Diagnosis(name="clock_skew", status=Status.OK, detail=detail)
+    return Diagnosis(name="clock_skew", status=Status.FAIL,
+                     detail=f"{detail}: sync this host's clock (NTP); liveness and leases "
+                     "compare times written by different hosts")

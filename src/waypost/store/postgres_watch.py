@@ -13,9 +13,9 @@ import psycopg
 
 from waypost.core.writes import Deferral
 from waypost.model import Packet, Watcher, WatcherRole
+from waypost.store.base import PRUNE_BATCH
 
 Cursor = psycopg.Cursor[Any]
-PRUNE_BATCH = 500
 _packet_decoder = msgspec.json.Decoder(Packet)
 _WATCHER_COLUMNS = ("id, host, pid, interval_s, owner, started_at, last_beat, last_sweep,"
                     " expires_at, role")

@@ -17,14 +17,12 @@ from waypost.core.writes import Deferral, Due, RunWrite, Snapshot, in_force
 from waypost.errors import (
     IdempotencyConflict,
     IntegrityError,
-    InvalidInput,
     NotFound,
     StoreError,
     VersionConflict,
 )
 from waypost.events import Event
 from waypost.model import (
-    TERMINAL,
     Delivery,
     Packet,
     RelayInfo,
@@ -34,7 +32,14 @@ from waypost.model import (
     to_json,
 )
 from waypost.store import sqlite_outbox, sqlite_watch
-from waypost.store.base import AlwaysHeld, Pruned, Store, check_moves
+from waypost.store.base import (
+    AlwaysHeld,
+    Diagnosis,
+    SchemaState,
+    Status,
+    Store,
+    check_moves,
+)
 
 SCHEMA_VERSION = 6
 BUSY_TIMEOUT_MS = 60_000
@@ -382,24 +387,36 @@ class SqliteStore(Store):
             sqlite_watch.defer_checks(db, [w for w in applied if isinstance(w, Deferral)])
         return applies
 
-    def prune(self, *, before: datetime, states: Collection[State],
-              blobs_before: datetime) -> Pruned:
-        active = sorted(s.value for s in states if s not in TERMINAL)
-        if active:
-            raise InvalidInput(f"prune removes finished runs only, not {', '.join(active)}",
-                               hint="use --state delivered,cancelled")
-        names, totals = [s.value for s in states], [0, 0, 0]
-        while names:
-            with self._writing("prune runs") as db:
-                batch = sqlite_watch.prune_batch(db, before, names)
-            totals = [t + b for t, b in zip(totals, batch, strict=True)]
-            if batch[0] < sqlite_watch.PRUNE_BATCH:
-                break
+    def _prune_runs(self, before: datetime, states: list[str]) -> tuple[int, int, int]:
+        with self._writing("prune runs") as db:
+            return sqlite_watch.prune_batch(db, before, states)
+
+    def _prune_blobs(self, blobs_before: datetime, watchers_before: datetime) -> tuple[int, int]:
         with self._writing("prune blobs") as db:
-            blobs, size = sqlite_watch.prune_blobs(db, blobs_before)
-            sqlite_watch.prune_watchers(db, before)
-        return Pruned(runs=totals[0], events=totals[1], deliveries=totals[2], blobs=blobs,
-                      blob_bytes=size)
+            found = sqlite_watch.prune_blobs(db, blobs_before)
+            sqlite_watch.prune_watchers(db, watchers_before)
+        return found
+
+    def schema_state(self) -> SchemaState:
+        """SQLite upgrades itself whenever it is opened: nothing is applied on request."""
+        return SchemaState(version=int(str(self.pragmas()["schema_version"])),
+                           latest=SCHEMA_VERSION)
+
+    def diagnose(self, *, opened_ms: float, max_skew: float) -> list[Diagnosis]:
+        """How it opened, and the durability settings every guarantee rests on."""
+        pragmas = self.pragmas()
+        journal, sync = str(pragmas["journal_mode"]), str(pragmas["synchronous"])
+        return [
+            Diagnosis(name="connect", status=Status.OK,
+                      detail=f"SQLite, opened in {opened_ms:.0f} ms"),
+            Diagnosis(name="journal_mode", status=Status.OK if journal == "wal" else Status.FAIL,
+                      detail=journal if journal == "wal" else f"{journal}, not wal: writers "
+                      "block readers (the file system may not support WAL; keep the store on "
+                      "a local disk)"),
+            Diagnosis(name="synchronous", status=Status.OK if sync == "full" else Status.FAIL,
+                      detail=sync if sync == "full" else f"{sync}, not full: a power cut may "
+                      "lose acknowledged writes"),
+        ]
 
     @contextmanager
     def _writing(self, what: str) -> Iterator[sqlite3.Connection]:

@@ -13,8 +13,8 @@ import msgspec
 
 from waypost.core.writes import Deferral
 from waypost.model import Packet, Watcher, WatcherRole, json_decoder
+from waypost.store.base import PRUNE_BATCH
 
-PRUNE_BATCH = 500
 _WATCHER_COLUMNS = ("id, host, pid, interval_s, owner, started_at, last_beat, last_sweep,"
                     " expires_at, role")
 
