@@ -149,7 +149,7 @@ def _grep_parts(check: Check) -> tuple[re.Pattern[str], str]:
 
 def _grep_sources(where: str, ctx: Context) -> Iterator[tuple[str, bytes]]:
     """An artifact of that name (its stored copy), else the file or directory on disk."""
-    from waypost.sanitize import iter_files
+    from waypost.scanning import iter_files
 
     artifact = ctx.packet.artifact(where)
     if artifact is not None and artifact.stored:
@@ -185,7 +185,7 @@ def _grep(check: Check, ctx: Context) -> CheckResult:
 
 
 def _no_private(check: Check, ctx: Context) -> CheckResult:
-    from waypost.sanitize import find, scan_bytes
+    from waypost.core.sanitize import find, scan_bytes
 
     packet, config = ctx.packet, ctx.config
     names = [n.strip() for n in check.arg.split(",") if n.strip()]

@@ -45,7 +45,7 @@ def _words(text: str) -> tuple[list[str], list[str]]:
 
 def substance_problem(name: str, data: bytes, *, min_bytes: int, min_words: int) -> str | None:
     """Why `data` is not substantive content, or None when it is."""
-    from waypost.sanitize import text_of
+    from waypost.core.sanitize import text_of
 
     if not data:
         return f"{name} is empty (0 bytes)"

@@ -1,0 +1,1 @@
+"""One suite every backend passes: each test runs on SQLite and on PostgreSQL."""

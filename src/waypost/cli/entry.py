@@ -9,7 +9,7 @@ between every step of an agent's work, so it starts as light as it can:
   importing it (with `inspect`, `ast` and `dis` behind it) costs ~9 ms, a sixth of a
   heartbeat. So it is hidden while msgspec loads, and imports normally afterwards.
 - No cyclic garbage collection (see `main`), and events are hashed with Python's own
-  SHA-256, sparing the load of OpenSSL (`waypost.core.history.prefer_quick_start`).
+  SHA-256, sparing the load of OpenSSL (`waypost.core.digest.prefer_quick_start`).
 - No interpreter teardown: once the verb has closed its store and its output is flushed,
   the process ends at once (`exit_now`), sparing the ~4 ms of unloading every module.
 
@@ -30,9 +30,9 @@ def main() -> int:
         # modules (~3 ms), in a process that makes no garbage cycles worth freeing and exits.
         gc.disable()
         import_msgspec_without_typing_extensions()
-        from waypost.core import history
+        from waypost.core import digest
 
-        history.prefer_quick_start()
+        digest.prefer_quick_start()
     from waypost.cli.dispatch import main as cli_main
 
     code = cli_main()

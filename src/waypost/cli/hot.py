@@ -16,7 +16,6 @@ from waypost.cli.context import COMMON, EPOCH, RUN, Ctx, echo
 from waypost.cli.options import Opt, Verb, parse
 from waypost.durations import utcnow
 from waypost.model import TERMINAL, State, parse_states
-from waypost.views import observe_runs
 
 
 def heartbeat(ctx: Ctx, run_id: str, note: str | None, progress: float | None,
@@ -36,11 +35,12 @@ def block(ctx: Ctx, run_id: str, kind: str, detail: str, epoch: int | None) -> N
 def show(ctx: Ctx, run_id: str, as_md: bool, public: bool) -> None:
     """The packet: state, liveness, watch, blockers, artifacts, evidence."""
     from waypost.cli import render
+    from waypost.views import observe_runs  # here: heartbeat and block never read it
 
     now = utcnow()
     packet = observe_runs(ctx.store, [ctx.store.get(run_id)], now)[0]
     if public:
-        from waypost.sanitize import public_packet
+        from waypost.core.sanitize import public_packet
 
         packet = public_packet(packet, deny=ctx.config.deny, allow=ctx.config.allow)
     if as_md and not ctx.json:
@@ -52,6 +52,7 @@ def show(ctx: Ctx, run_id: str, as_md: bool, public: bool) -> None:
 def ls_(ctx: Ctx, states: Sequence[str], owner: str | None, show_all: bool, limit: int) -> None:
     """The board: active runs, most recently updated first."""
     from waypost.cli import render
+    from waypost.views import observe_runs
 
     wanted = parse_states(states) or (None if show_all else [s for s in State if s not in TERMINAL])
     now = utcnow()

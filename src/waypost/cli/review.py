@@ -79,7 +79,7 @@ def approve(ctx: Ctx, run_id: str, waives: Sequence[str]) -> None:
 def scan(ctx: Ctx, paths: Sequence[str], deny: Sequence[str]) -> None:
     """Find private identifiers in files: secrets, emails, private IPs, home paths and the
     deny list. Exits 3 when anything is found; values are never printed in full."""
-    from waypost.sanitize import scan_paths
+    from waypost.scanning import scan_paths
 
     config = ctx.config
     findings, scanned = scan_paths(paths, deny=[*config.deny, *deny], allow=config.allow)

@@ -25,8 +25,8 @@ NO_PUBLIC_SUMMARY = "(no public summary was given)"
 def publishable(packet: Packet, *, deny: Sequence[str] = (),
                 allow: Sequence[str] = ()) -> Packet:
     """The one place where a packet is made safe to send: private summary withheld, every
-    string redacted by `waypost.sanitize` (with the project's deny/allow terms)."""
-    from waypost.sanitize import public_packet
+    string redacted by `waypost.core.sanitize` (with the project's deny/allow terms)."""
+    from waypost.core.sanitize import public_packet
 
     return public_packet(packet, deny=deny, allow=allow)
 

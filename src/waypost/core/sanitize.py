@@ -1,5 +1,6 @@
 """Private identifiers: finding them (`waypost scan`, the `no-private` check) and redacting
-them (`waypost show --public`).
+them (`waypost show --public`, the delivered document). Pure rules over text and bytes;
+reading files is `waypost.scanning`'s.
 
 The secret patterns follow the well-known token formats (the same ones detect-secrets and
 gitleaks match: AWS key ids, GitHub/GitLab/Slack/Stripe/Google/PyPI tokens, PEM private
@@ -12,10 +13,8 @@ from __future__ import annotations
 
 import bisect
 import enum
-import os
 import re
 from collections.abc import Iterable, Iterator, Sequence
-from pathlib import Path
 from typing import Any, Final
 
 import msgspec
@@ -176,23 +175,7 @@ def redact(text: str, *, deny: Sequence[str] = (), allow: Sequence[str] = ()) ->
     return "".join([*out, text[last:]])
 
 
-# --- files ------------------------------------------------------------------------------
-
-SKIP_DIRS: Final = frozenset({".git", ".hg", ".svn", ".waypost", ".venv", "venv",
-                              "node_modules", "__pycache__", ".mypy_cache", ".ruff_cache"})
-
-
-def iter_files(paths: Iterable[str]) -> Iterator[Path]:
-    """The files named, and every file under the directories named (VCS and caches skipped)."""
-    for name in paths:
-        path = Path(name)
-        if path.is_dir():
-            for root, dirs, files in os.walk(path):
-                dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS)
-                yield from (Path(root) / f for f in sorted(files))
-        else:
-            yield path
-
+# --- bytes ------------------------------------------------------------------------------
 
 def text_of(data: bytes) -> str | None:
     """The text of `data`, or None for binary content (a NUL in the first 8 KiB)."""
@@ -205,18 +188,6 @@ def scan_bytes(data: bytes, name: str, *, deny: Sequence[str] = (),
                allow: Sequence[str] = ()) -> list[Finding]:
     text = text_of(data)
     return [] if text is None else find(text, deny=deny, allow=allow, file=name)
-
-
-def scan_paths(paths: Iterable[str], *, deny: Sequence[str] = (),
-               allow: Sequence[str] = ()) -> tuple[list[Finding], int]:
-    """Findings in every readable text file under `paths`; returns (findings, files scanned)."""
-    findings: list[Finding] = []
-    scanned = 0
-    for path in iter_files(paths):
-        data = path.read_bytes()  # a missing path raises FileNotFoundError for the caller
-        scanned += 1
-        findings += scan_bytes(data, str(path), deny=deny, allow=allow)
-    return findings, scanned
 
 
 # --- the public packet ------------------------------------------------------------------

@@ -151,13 +151,13 @@ def test_one_shot_processes_hash_events_without_openssl() -> None:
     """A hot verb's process hashes with Python's own SHA-256; a library keeps OpenSSL's."""
     import hashlib
 
-    from waypost.core import history
+    from waypost.core import digest
 
-    assert history.sha256(b"waypost").hexdigest() == hashlib.sha256(b"waypost").hexdigest()
-    assert history._sha256 is hashlib.sha256  # this process is a library's: OpenSSL
+    assert digest.sha256(b"waypost").hexdigest() == hashlib.sha256(b"waypost").hexdigest()
+    assert digest._sha256 is hashlib.sha256  # this process is a library's: OpenSSL
     code = ("import sys\n"
-            "from waypost.core import history\n"
-            "history.prefer_quick_start()  # as waypost.cli.entry does for a hot verb\n"
+            "from waypost.core import digest, history\n"
+            "digest.prefer_quick_start()  # as waypost.cli.entry does for a hot verb\n"
             "print(history.sha256(b'waypost').hexdigest())\n"
             "assert 'hashlib' not in sys.modules, 'OpenSSL was loaded'\n")
     lean = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
@@ -256,3 +256,20 @@ def test_a_hot_verb_under_a_profiler_ends_as_usual_so_the_profile_is_written(
                            "waypost", "ls"], env=env, capture_output=True, check=False)
     assert proc.returncode == 0, proc.stderr.decode()
     assert profile.stat().st_size > 0
+
+
+def test_the_state_machine_loads_without_store_cli_or_delivery() -> None:
+    """`import waypost.core.machine` in a fresh interpreter loads the vocabulary and the
+    core alone: no store, CLI, delivery or use-case module."""
+    code = ("import sys, waypost.core.machine\n"
+            "print(*sorted(n for n in sys.modules if n.startswith('waypost')))\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=False)
+    assert proc.returncode == 0, proc.stderr
+    loaded = set(proc.stdout.split())
+    assert "waypost.core.machine" in loaded
+    outside = sorted(n for n in loaded if n not in {"waypost", "waypost.core"}
+                     and not n.startswith("waypost.core.")
+                     and n not in {"waypost.errors", "waypost.model", "waypost.events",
+                                   "waypost.durations", "waypost.config"})
+    assert outside == []

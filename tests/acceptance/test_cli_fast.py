@@ -23,8 +23,8 @@ import click
 import pytest
 
 import waypost
+from tests.acceptance.test_imports import importtime_modules
 from tests.helpers import Cli
-from tests.test_imports import importtime_modules
 from waypost.cli import context, dispatch
 from waypost.runs import Run
 

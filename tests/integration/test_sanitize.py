@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import Cli
-from waypost.sanitize import FindingKind, find, public_packet, redact
+from waypost.core.sanitize import FindingKind, find, public_packet, redact
 
 
 def _b64(document: dict[str, str]) -> str:
@@ -194,7 +194,7 @@ def test_show_imports_the_sanitizer_only_for_public(cli: Cli) -> None:
     run = cli.ok("start", "light")
     for verb in (["show", run], ["show", run, "--json"], ["heartbeat", run], ["ls"]):
         loaded = _modules_after(verb, cli.store)
-        assert "waypost.sanitize" not in loaded, verb
+        assert "waypost.core.sanitize" not in loaded, verb
         assert "waypost.checks" not in loaded, verb
         assert "urllib.request" not in loaded, verb
-    assert "waypost.sanitize" in _modules_after(["show", run, "--public"], cli.store)
+    assert "waypost.core.sanitize" in _modules_after(["show", run, "--public"], cli.store)

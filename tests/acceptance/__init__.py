@@ -1,0 +1,1 @@
+"""As a user runs it: the installed executable in its own processes."""

@@ -1,0 +1,1 @@
+"""Real parts together: SQLite and PostgreSQL stores, HTTP servers, the CLI in-process."""

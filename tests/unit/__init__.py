@@ -1,0 +1,1 @@
+"""Pure rules and parsers: no store, no process, no network."""

@@ -1,0 +1,216 @@
+"""The layers you can see in the folder names, held by a walk over every import in src/.
+
+    vocabulary  errors durations model events config   (leaves)
+    core        waypost.core.*                          pure rules: no I/O, no backend
+    store       waypost.store.*                         the Store ABC and one module per backend
+    delivery    waypost.delivery.*                      relay and targets
+    use cases   waypost.runs, views, evidence, …        what every adapter calls
+    adapters    waypost.cli.*, waypost.http.*, waypost.mcp.* (and `python -m waypost`)
+
+Each layer imports only its own and the layers below it; adapters never import each other
+(except to start a server); nothing imports in a cycle. Every import counts: at the top of a
+module, inside a function (a lazy import is for start-up cost, never to hide a cycle) and
+under TYPE_CHECKING.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[2] / "src"
+VOCABULARY = {"waypost.errors", "waypost.durations", "waypost.model", "waypost.events",
+              "waypost.config"}
+ADAPTERS = ("waypost.cli", "waypost.http", "waypost.mcp", "waypost.__main__")
+LAYERS = ("vocabulary", "core", "store", "delivery", "use cases", "adapters")
+# (importer, adapter package) pairs that start another adapter's server, e.g. `waypost serve`
+SERVER_STARTS: frozenset[tuple[str, str]] = frozenset()
+IO_MODULES = {"os", "io", "sqlite3", "subprocess", "socket", "pathlib", "shutil", "tempfile",
+              "threading", "time", "signal", "select", "urllib", "http", "httpx", "psycopg",
+              "psycopg_pool", "random", "getpass", "mimetypes"}
+
+Edge = tuple[str, str, int]  # importer, imported waypost module, line
+
+
+def layer(module: str) -> str:
+    if module in VOCABULARY:
+        return "vocabulary"
+    for prefix, name in (("waypost.core", "core"), ("waypost.store", "store"),
+                         ("waypost.delivery", "delivery")):
+        if module == prefix or module.startswith(prefix + "."):
+            return name
+    if adapter_of(module) is not None:
+        return "adapters"
+    return "use cases"
+
+
+def adapter_of(module: str) -> str | None:
+    return next((a for a in ADAPTERS if module == a or module.startswith(a + ".")), None)
+
+
+def modules() -> dict[str, Path]:
+    found = {}
+    for path in sorted((SRC / "waypost").rglob("*.py")):
+        parts = list(path.relative_to(SRC).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        found[".".join(parts)] = path
+    return found
+
+
+def imported(module: str, path: Path, node: ast.Import | ast.ImportFrom,
+             known: Iterable[str]) -> Iterator[str]:
+    """The waypost modules an import statement names (`from waypost.core import machine`
+    names waypost.core.machine; `from waypost.model import Packet` names waypost.model)."""
+    names = set(known)
+    if isinstance(node, ast.Import):
+        targets = [alias.name for alias in node.names]
+    else:
+        base = node.module or ""
+        if node.level:
+            package = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
+            base = ".".join(package[: len(package) - node.level + 1] + ([base] if base else []))
+        targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in names else base
+                   for a in node.names]
+    for named in targets:
+        target = _nearest(named, names)
+        if target and target != module:
+            yield target
+
+
+def _nearest(name: str, known: set[str]) -> str:
+    """`name`, or the nearest package above it that is a module of the tree ("" if none)."""
+    while name and name not in known:
+        name = name.rpartition(".")[0]
+    return name
+
+
+def edges(found: dict[str, Path] | None = None) -> list[Edge]:
+    found = found or modules()
+    out = []
+    for module, path in found.items():
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                out += [(module, target, node.lineno)
+                        for target in imported(module, path, node, found)]
+    return out
+
+
+def wrong_way(all_edges: Iterable[Edge]) -> list[str]:
+    """Each import of a layer above the importer's, or of another adapter."""
+    problems = []
+    for importer, target, line in all_edges:
+        mine, theirs = layer(importer), layer(target)
+        if LAYERS.index(theirs) > LAYERS.index(mine):
+            problems.append(f"{importer} ({mine}) imports {target} ({theirs}), line {line}")
+        own, other = adapter_of(importer), adapter_of(target)
+        if (own and other and own not in (other, "waypost.__main__")
+                and (importer, other) not in SERVER_STARTS):
+            problems.append(f"adapter {importer} imports adapter {target}, line {line}")
+    return problems
+
+
+def cycles(all_edges: Iterable[Edge]) -> list[list[str]]:
+    """The import cycles: every strongly connected group of more than one module."""
+    graph: dict[str, set[str]] = {}
+    for importer, target, _ in all_edges:
+        graph.setdefault(importer, set()).add(target)
+        graph.setdefault(target, set())
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:  # Tarjan's algorithm; the graph is a few hundred edges
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for nxt in graph[node]:
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                member = stack.pop()
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_the_walk_sees_every_layer() -> None:
+    """The walk really reads the tree: each layer has modules and imports below it."""
+    seen = {layer(m) for m in modules()}
+    assert seen == set(LAYERS)
+    all_edges = edges()
+    assert ("waypost.runs", "waypost.core.history") in {(a, b) for a, b, _ in all_edges}
+    assert ("waypost.cli.entry", "waypost.core.digest") in {(a, b) for a, b, _ in all_edges}
+
+
+def test_imports_run_down_the_layers() -> None:
+    assert wrong_way(edges()) == []
+
+
+def test_no_import_cycles() -> None:
+    assert cycles(edges()) == []
+
+
+def test_the_core_does_no_io() -> None:
+    """No core module imports an I/O module (nor calls `open`)."""
+    found = []
+    for module, path in modules().items():
+        if layer(module) != "core":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            found += [f"{module} imports {n}" for n in names if n.split(".")[0] in IO_MODULES]
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                    and node.func.id == "open"):
+                found.append(f"{module} calls open(), line {node.lineno}")
+    assert found == []
+
+
+@pytest.mark.parametrize(("edge", "expected"), [
+    (("waypost.core.machine", "waypost.store.base", 7),
+     "waypost.core.machine (core) imports waypost.store.base (store), line 7"),
+    (("waypost.delivery.relay", "waypost.runs", 3),
+     "waypost.delivery.relay (delivery) imports waypost.runs (use cases), line 3"),
+    (("waypost.model", "waypost.core.due", 1),
+     "waypost.model (vocabulary) imports waypost.core.due (core), line 1"),
+    (("waypost.cli.hot", "waypost.mcp.server", 9),
+     "adapter waypost.cli.hot imports adapter waypost.mcp.server, line 9"),
+])
+def test_a_wrong_way_import_is_named(edge: Edge, expected: str) -> None:
+    assert wrong_way([edge]) == [expected]
+
+
+def test_an_import_cycle_is_named() -> None:
+    made = [("waypost.runs", "waypost.checks", 1), ("waypost.checks", "waypost.evidence", 2),
+            ("waypost.evidence", "waypost.runs", 3), ("waypost.runs", "waypost.model", 4)]
+    assert cycles(made) == [["waypost.checks", "waypost.evidence", "waypost.runs"]]
+
+
+def test_a_function_level_import_counts(tmp_path: Path) -> None:
+    """A lazy import is an edge like any other, relative imports included."""
+    package = tmp_path / "waypost" / "core"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "rules.py").write_text("def f():\n    from waypost.store import base\n"
+                                      "    from ..cli import hot\n")
+    (tmp_path / "other.py").write_text("")
+    found = {"waypost.core": package / "__init__.py", "waypost.core.rules": package / "rules.py",
+             "waypost.store.base": tmp_path / "other.py", "waypost.cli.hot": tmp_path / "other.py"}
+    assert [(a, b) for a, b, _ in edges(found)] == [("waypost.core.rules", "waypost.store.base"),
+                                                    ("waypost.core.rules", "waypost.cli.hot")]
