@@ -62,6 +62,7 @@ if TYPE_CHECKING:
     from waypost.handoff import Brief
     from waypost.review import ReviewReport
 
+
 def classify(kind: Kind | None, expect: float | None, threshold: float) -> Kind:
     """Explicit kind wins; else `expect` against the threshold; else bounded."""
     if kind is not None:
@@ -171,22 +172,30 @@ class Run:
         snap, self._last = self._last, None
         if snap is not None and self.expected_version is None:
             try:
-                return self._commit(snap, build)
+                decided: RunWrite | None = self._decide(snap, build)
             except WaypostError:
-                pass  # decided on a packet that has changed since: decide again on a fresh read
+                decided = None  # a packet that has changed since: decide on a fresh read
+            if decided is not None:
+                try:
+                    return self._commit(decided)
+                except VersionConflict:
+                    pass  # another write came first: decide again on a fresh read
         if self.expected_version is not None:
-            return self._commit(self.store.load(self.id), build)
-        return retry_conflicts(lambda: self._commit(self.store.load(self.id), build),
-                               what=f"run {self.id}", pause=_jitter)
+            return self._commit(self._decide(self.store.load(self.id), build))
+        return retry_conflicts(
+            lambda: self._commit(self._decide(self.store.load(self.id), build)),
+            what=f"run {self.id}", pause=_jitter)
 
-    def _commit(self, snap: Snapshot, build: Callable[[Packet], AnyEventData]) -> Packet:
+    def _decide(self, snap: Snapshot, build: Callable[[Packet], AnyEventData]) -> RunWrite:
         if self.expected_version not in (None, snap.packet.version):
             raise VersionConflict(
                 f"run {self.id} is at version {snap.packet.version}, not {self.expected_version}",
                 hint=f"read it again: waypost show {self.id}",
             )
-        write = prepare(snap, [(build(snap.packet), self.epoch)], actor=self.actor,
-                        at=self.clock())
+        return prepare(snap, [(build(snap.packet), self.epoch)], actor=self.actor,
+                       at=self.clock())
+
+    def _commit(self, write: RunWrite) -> Packet:
         self.store.commit_write(write)
         self._last = Snapshot(write.packet, write.events[-1].hash)
         return write.packet
@@ -321,19 +330,16 @@ class Run:
         transaction. Only a silent worker is taken over, unless `force` (`handoff`)."""
         from waypost import handoff
 
-        def attempt() -> RunWrite:
+        def attempt() -> Packet:
             snap = self.store.load(self.id)
             at = self.clock()
             handoff.check_may_resume(snap.packet, self.actor, force=force, now=at)
-            write = handoff.takeover(snap, self.actor, at)
-            self.store.commit_write(write)
-            return write
+            return self._commit(handoff.takeover(snap, self.actor, at))
 
-        write = retry_conflicts(attempt, what=f"run {self.id}: resuming")
-        assert write.packet.worker is not None
-        self.epoch = write.packet.worker.epoch
-        self._last = Snapshot(write.packet, write.events[-1].hash)
-        return handoff.brief(write.packet, self.store.events(self.id))
+        packet = retry_conflicts(attempt, what=f"run {self.id}: resuming")
+        assert packet.worker is not None
+        self.epoch = packet.worker.epoch
+        return handoff.brief(packet, self.store.events(self.id))
 
     # --- the owner's verbs ------------------------------------------------------------
 

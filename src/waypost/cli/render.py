@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from waypost.core import observed as delivery_status
+from waypost.core import observed
 from waypost.durations import format_duration
 from waypost.events import Event
 from waypost.model import Evidence, Packet, Review
@@ -85,7 +85,7 @@ def show_text(packet: Packet, now: datetime) -> str:
                                            for n in packet.nudges]))
     lines.extend(_approval_lines(packet))
     if obs is not None:
-        lines.extend(_section("deliveries", [delivery_status.row(d, now)
+        lines.extend(_section("deliveries", [observed.row(d, now)
                                              for d in obs.deliveries]))
     if packet.cancel_reason:
         lines.append(f"  cancelled  {packet.cancel_reason}")
@@ -156,7 +156,7 @@ def board(packets: Sequence[Packet], now: datetime) -> str:
             watch = f"watched by {watched_by}" if watched_by else p.observed.watch.split(":")[0]
         rows.append((p.id, p.state.value, p.owner, p.worker.actor if p.worker else "-",
                      _ago(p.progress.last_heartbeat, now), watch,
-                     delivery_status.short(p, p.observed.deliveries if p.observed else ()),
+                     observed.short(p, p.observed.deliveries if p.observed else ()),
                      p.title[:50]))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)) + "  " + r[-1]
