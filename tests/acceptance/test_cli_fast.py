@@ -25,7 +25,7 @@ import pytest
 import waypost
 from tests.acceptance.test_imports import importtime_modules
 from tests.helpers import Cli
-from waypost.cli import context, dispatch
+from waypost.cli import context, hot
 from waypost.runs import Run
 
 CLICK_ONLY = "import sys; from waypost.cli import main; sys.exit(main(sys.argv[1:], fast=False))"
@@ -202,7 +202,7 @@ def test_an_interrupted_verb_is_reported_as_with_click(
 
     monkeypatch.setattr(Run, "heartbeat", interrupted)
     outcomes = [cli("heartbeat", run_id)]
-    monkeypatch.setattr(dispatch, "hot_values", lambda args: None)  # every line to click
+    monkeypatch.setattr(hot, "hot_values", lambda args: None)  # every line to click
     outcomes.append(cli("heartbeat", run_id))
     assert outcomes[0] == outcomes[1]
     assert (outcomes[0].code, outcomes[0].err) == (1, "\naborted\n")

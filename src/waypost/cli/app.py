@@ -84,7 +84,7 @@ for command in (*lifecycle.COMMANDS, *outputs.COMMANDS):
 
 def run_click(args: list[str]) -> int:
     """Run a command line through click; what click raises (usage errors, help, --version,
-    an abort) is mapped to exit codes with every other error, in `dispatch.main`."""
+    an abort) is mapped to exit codes with every other error, in `waypost.cli.main`."""
     # without standalone mode, click returns (not raises) the code of a verb's Exit
     code = cli.main(args=args, prog_name="waypost", standalone_mode=False)
     return code if isinstance(code, int) else 0

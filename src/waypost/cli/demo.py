@@ -70,7 +70,7 @@ def _flow(work: Path, store_url: str | None,
 
 
 def _invoke(argv: list[str], say: Callable[[str], None]) -> str:
-    from waypost.cli.dispatch import main
+    from waypost.cli import main
 
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):

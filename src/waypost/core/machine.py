@@ -12,7 +12,7 @@ from typing import Final
 
 import msgspec
 
-from waypost.core import gates, outbox
+from waypost.core import outbox
 from waypost.core.authority import authorize
 from waypost.core.moves import MOVE_OF, destination
 from waypost.errors import IllegalTransition, InvalidInput, NotFound, RuleViolation
@@ -279,6 +279,8 @@ def _authority_transferred(packet: Packet, event: Event) -> Packet:
 def _approved(packet: Packet, event: Event) -> Packet:
     data = event.data
     assert isinstance(data, Approved)
+    from waypost.core import gates  # here: only approve and review need it (start-up cost)
+
     gates.check_approval(packet, event.actor, data.waivers)
     approval = Approval(by=event.actor, at=event.at, waivers=data.waivers)
     return msgspec.structs.replace(packet, approval=approval)
@@ -287,6 +289,8 @@ def _approved(packet: Packet, event: Event) -> Packet:
 def _reviewed(packet: Packet, event: Event) -> Packet:
     data = event.data
     assert isinstance(data, Reviewed)
+    from waypost.core import gates
+
     gates.check_review_evidence(packet, data.review_id, data.evidence)
     review = Review(id=data.review_id, by=event.actor, at=event.at,
                     submitted_at=packet.result.submitted_at if packet.result else None,
