@@ -12,7 +12,8 @@
     ├── Conflict                    5  idempotency key reuse, version conflict
     │   ├── IdempotencyConflict
     │   └── VersionConflict
-    └── StoreError                  1  the backend failed (the driver error is the cause)
+    ├── StoreError                  1  the backend failed (the driver error is the cause)
+    └── StoreBusy                  75  the store stayed locked past the wait limit: try again
 
 Every error carries a stable `code`, a message saying what was refused and why, and a
 `hint`: the next command to type.
@@ -110,3 +111,11 @@ class StoreError(WaypostError):
     """The store failed."""
 
     code = "store_error"
+
+
+class StoreBusy(WaypostError):
+    """The store is busy: another writer held it past the wait limit. Nothing was written;
+    try again (exit 75 is EX_TEMPFAIL, so a caller can tell it from a bug)."""
+
+    exit_code = 75
+    code = "store_busy"

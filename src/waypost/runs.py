@@ -186,6 +186,16 @@ class Run:
             lambda: self._commit(self._decide(self.store.load(self.id), build)),
             what=f"run {self.id}", pause=_jitter)
 
+    def precheck(self, build: Callable[[Packet], AnyEventData]) -> Packet:
+        """Decide a write now without committing it: the rules (state, authority, lease
+        epoch, the event's own checks) raise here exactly as they would on commit. An edge
+        calls this before it does anything with a cost or a trace (runs a command, stores a
+        blob), so a refusal leaves none; the commit still decides again under the version
+        guard. Returns the packet the check was made against."""
+        snap = self.store.load(self.id)
+        self._decide(snap, build)
+        return snap.packet
+
     def _decide(self, snap: Snapshot, build: Callable[[Packet], AnyEventData]) -> RunWrite:
         if self.expected_version not in (None, snap.packet.version):
             raise VersionConflict(
