@@ -73,6 +73,10 @@ def load_config(start: str | os.PathLike[str] | None = None) -> Config:
 
 
 def _from_table(raw: dict[str, Any], where: str) -> Config:
+    for table in ("runs", "limits", "gates", "sanitize"):
+        if not isinstance(raw.get(table, {}), dict):
+            raise InvalidInput(f"{where}: {table} must be a table ([{table}]), not a value",
+                               hint=f"write [{table}] on a line of its own, its keys below")
     runs = raw.get("runs", {})
     limits = raw.get("limits", {})
     known = {"runs": {"long_running_after"},
@@ -86,13 +90,15 @@ def _from_table(raw: dict[str, Any], where: str) -> Config:
             raise InvalidInput(f"{where}: unknown key(s) in [{table}]: {names}")
     values: dict[str, Any] = {"path": where}
     if "long_running_after" in runs:
-        values["long_running_after"] = parse_duration(str(runs["long_running_after"]))
+        values["long_running_after"] = parse_duration(
+            str(runs["long_running_after"]), f"{where}: [runs] long_running_after")
     if "evidence_timeout" in limits:
-        values["evidence_timeout"] = parse_duration(str(limits["evidence_timeout"]))
+        values["evidence_timeout"] = parse_duration(
+            str(limits["evidence_timeout"]), f"{where}: [limits] evidence_timeout", positive=True)
     for key in ("max_artifact_bytes", "output_tail_bytes", "min_artifact_bytes",
                 "min_artifact_words"):
         if key in limits:
-            if not isinstance(limits[key], int) or limits[key] < 0:
+            if type(limits[key]) is not int or not 0 <= limits[key] <= 2**40:
                 raise InvalidInput(f"{where}: [limits] {key} must be a whole number")
             values[key] = limits[key]
     values.update(_gates_and_terms(raw, where))

@@ -16,8 +16,12 @@ _CROCKFORD = "0123456789abcdefghjkmnpqrstvwxyz"
 Clock = Callable[[], datetime]  # what every loop and use case takes as `clock=` (tests inject one)
 
 
-def parse_duration(text: str) -> float:
-    """Seconds in `text`; a bare number is seconds."""
+MAX_DURATION = 3653 * 86400.0  # ten years: longer is a typo, and would overflow a date
+
+
+def parse_duration(text: str, flag: str = "duration", *, positive: bool = False) -> float:
+    """Seconds in `text` (a bare number is seconds): finite, at most ten years, and above
+    zero when `positive`. A refusal names `flag`."""
     value = text.strip().lower()
     try:
         seconds = float(value)
@@ -25,25 +29,30 @@ def parse_duration(text: str) -> float:
         parts = _PART.findall(value)
         if not parts or "".join(n + u for n, u in parts) != value:
             raise InvalidInput(
-                f"bad duration {text!r}", hint="write e.g. 90s, 5m, 2h, 1h30m or 7d"
+                f"{flag}: bad duration {text!r}", hint="write e.g. 90s, 5m, 2h, 1h30m or 7d"
             ) from None
         seconds = sum(float(n) * _UNITS[u] for n, u in parts)
-    if seconds < 0:
-        raise InvalidInput(f"duration {text!r} is negative")
+    if not (seconds > 0 if positive else seconds >= 0) or seconds > MAX_DURATION:
+        least = "above 0" if positive else "at least 0"
+        raise InvalidInput(f"{flag}: duration {text!r} must be {least} and at most 3653d "
+                           "(ten years)", hint="write e.g. 90s, 5m, 2h, 1h30m or 7d")
     return seconds
 
 
-def parse_deadline(text: str, now: datetime) -> datetime:
-    """`+4h` (from now) or an ISO 8601 time (UTC when no offset is given)."""
+def parse_deadline(text: str, now: datetime, flag: str = "--deadline") -> datetime:
+    """`+4h` (from now) or an ISO 8601 time (UTC when no offset is given), within ten years
+    either side of now."""
     if text.startswith("+"):
-        return now + timedelta(seconds=parse_duration(text[1:]))
+        return now + timedelta(seconds=parse_duration(text[1:], flag))
+    hint = "write +4h or an ISO time like 2026-12-01T17:00Z"
     try:
         moment = datetime.fromisoformat(text)
-    except ValueError:
-        raise InvalidInput(
-            f"bad deadline {text!r}", hint="write +4h or an ISO time like 2026-12-01T17:00Z"
-        ) from None
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+        moment = moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+    except (ValueError, OverflowError):
+        raise InvalidInput(f"{flag}: bad deadline {text!r}", hint=hint) from None
+    if abs((moment - now).total_seconds()) > MAX_DURATION:
+        raise InvalidInput(f"{flag}: deadline {text!r} is more than ten years away", hint=hint)
+    return moment
 
 
 def format_duration(seconds: float) -> str:

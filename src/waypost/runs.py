@@ -16,13 +16,14 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from waypost import inputs
 from waypost.config import Config
 from waypost.core.authority import check_may_review
 from waypost.core.due import lease_until
 from waypost.core.history import make_event, prepare
 from waypost.core.machine import apply, next_blocker_id, next_evidence_id
 from waypost.core.writes import RunWrite, Snapshot
-from waypost.durations import Clock, new_run_id, parse_deadline, utcnow
+from waypost.durations import MAX_DURATION, Clock, new_run_id, parse_deadline, utcnow
 from waypost.errors import InvalidInput, VersionConflict, WaypostError
 from waypost.events import (
     AnyEventData,
@@ -94,6 +95,10 @@ def start(
     """Record a new run's packet before work begins; returns (run, created)."""
     config = config or Config()
     now = clock()
+    _check_start(store, title, actor=actor, owner=owner, worker=worker,
+                 idempotency_key=idempotency_key, target=target, notify=notify, gates=gates,
+                 numbers={"expect": expect, "heartbeat_interval": heartbeat_interval,
+                          "max_silence": max_silence, "review_within": review_within})
     fingerprint = _fingerprint(title, owner, target, notify, kind, expect, deadline,
                                heartbeat_interval, max_silence, review_within, gates, worker)
     resolved_kind = classify(kind, expect, config.long_running_after)
@@ -113,6 +118,39 @@ def start(
     event = make_event(None, run_id, data, actor=actor, at=now)
     packet, created = store.create(event, apply(None, event), fingerprint=fingerprint)
     return Run(store, packet.id, actor=actor, clock=clock), created
+
+
+def _check_start(store: Store, title: str, *, actor: str, owner: str | None,
+                 worker: str | None, idempotency_key: str | None, target: str | None,
+                 notify: str | None, gates: Sequence[Gate],
+                 numbers: Mapping[str, float | None]) -> None:
+    """Everything a new run's parameters must be, decided before anything is written."""
+    checked_text(store, title, "title")
+    inputs.name(actor, "actor")
+    for field, who in (("owner", owner), ("worker", worker)):
+        if who is not None:
+            inputs.name(who, field)
+    if idempotency_key is not None:
+        inputs.key(idempotency_key)
+    for field, uri in (("target", target), ("notify", notify)):
+        if uri is not None:
+            inputs.text(uri, field, limit=inputs.TEXT_LIMITS["uri"], required=False)
+    for gate in gates:
+        inputs.text(f"{gate.name}={gate.check}", "gate")
+    for field, seconds in numbers.items():
+        if seconds is not None:
+            inputs.finite(seconds, field, low=0, high=MAX_DURATION)
+
+
+def checked_text(store: Store, value: str, field: str, *, required: bool = True) -> str:
+    """`value` within the field's limit: the fixed one, or the store's own where the store
+    raised it (read only for a value over the fixed limit)."""
+    limit = _store_limit(store, field) if inputs.over_limit(value, field) else None
+    return inputs.text(value, field, limit=limit, required=required)
+
+
+def _store_limit(store: Store, field: str) -> int | None:
+    return None  # the store-level override arrives with the store's settings table
 
 
 def with_default_gates(gates: Sequence[Gate], config: Config) -> tuple[Gate, ...]:
@@ -148,7 +186,7 @@ class Run:
                  clock: Clock = utcnow, expected_version: int | None = None) -> None:
         self.store = store
         self.id = run_id
-        self.actor = actor
+        self.actor = inputs.name(actor, "actor")
         self.epoch = epoch
         self.clock = clock
         self.expected_version = expected_version
@@ -228,11 +266,16 @@ class Run:
         return packet
 
     def heartbeat(self, note: str | None = None, progress: float | None = None) -> Packet:
+        if note is not None:
+            checked_text(self.store, note, "note", required=False)
+        if progress is not None:
+            inputs.finite(progress, "progress", low=0.0, high=1.0)
         return self.write(lambda p: Heartbeat(
             note=note, fraction=progress,
             lease_expires_at=lease_until(p.stop_rules, self.clock())))
 
     def block(self, kind: BlockerKind, detail: str) -> tuple[Packet, str]:
+        checked_text(self.store, detail, "detail")
         ids: list[str] = []
 
         def build(p: Packet) -> BlockerOpened:
@@ -243,6 +286,7 @@ class Run:
         return packet, ids[0]
 
     def unblock(self, blocker_id: str, resolution: str) -> Packet:
+        checked_text(self.store, resolution, "resolution")
         return self.write(lambda p: BlockerResolved(blocker_id=blocker_id,
                                                     resolution=resolution))
 
@@ -296,9 +340,15 @@ class Run:
                        tail_bytes: int = 4096, echo: Callable[[bytes], None] | None = None,
                        gate: str | None = None,
                        assurance: Assurance = Assurance.RECORDED) -> Packet:
-        """Run the command and record what happened (exit code, time, output tail, log)."""
+        """Run the command and record what happened (exit code, time, output tail, log).
+        Decided first: a run that would refuse the record runs nothing."""
         from waypost.evidence import command_result
 
+        if not argv:
+            raise InvalidInput("no command to run", hint="waypost evidence run RUN -- CMD ARGS")
+        inputs.utf8(list(argv), "command argument")
+        inputs.finite(timeout, "timeout", low=0.001, high=MAX_DURATION)
+        self.precheck(self._evidence_probe)
         found = command_result(argv, store=self.store, kind=kind, cwd=cwd, timeout=timeout,
                                tail_bytes=tail_bytes, echo=echo)
         return self.record_result(found, assurance=assurance, gate=gate)
@@ -309,24 +359,38 @@ class Run:
         from waypost import checks
 
         check = checks.parse_check(spec)
-        ctx = checks.Context(store=self.store, packet=self.packet, config=config or Config(),
+        packet = self.precheck(self._evidence_probe)  # a refused record runs no check
+        ctx = checks.Context(store=self.store, packet=packet, config=config or Config(),
                              cwd=cwd)
         return self.record_result(checks.run_check(check, ctx))
 
+    def _evidence_probe(self, packet: Packet) -> EvidenceRecorded:
+        """The evidence record that a command or check would make, as far as the rules care
+        (who records it, on which run, in which state, under which lease)."""
+        return EvidenceRecorded(evidence=Evidence(
+            id=next_evidence_id(packet), kind=EvidenceKind.COMMAND, verdict=Verdict.FAILED,
+            assurance=Assurance.RECORDED, summary="not run yet", recorded_at=self.clock(),
+            recorded_by=self.actor))
+
     def skip_evidence(self, kind: EvidenceKind, reason: str) -> Packet:
         """A check that could not run, with the named reason (never fake confidence)."""
+        checked_text(self.store, reason, "reason")
         return self.record_evidence(kind=kind, verdict=Verdict.SKIPPED,
                                     assurance=Assurance.REPORTED,
                                     summary=f"skipped: {reason}", reason=reason)
 
     def report_evidence(self, kind: EvidenceKind, verdict: Verdict, summary: str) -> Packet:
         """A claim typed by hand: shown as `reported`, never as `recorded`."""
+        checked_text(self.store, summary, "summary")
         return self.record_evidence(kind=kind, verdict=verdict, assurance=Assurance.REPORTED,
                                     summary=summary)
 
     def ready(self, summary: str, public_summary: str | None = None,
               artifacts: Sequence[str] = (), config: Config | None = None) -> Packet:
         """Submit the result; an artifact it names must hold substantive content."""
+        checked_text(self.store, summary, "summary")
+        if public_summary is not None:
+            checked_text(self.store, public_summary, "public_summary", required=False)
         if artifacts:
             from waypost.substance import require_substantive
 
@@ -367,18 +431,23 @@ class Run:
         return packet, review.report(packet)
 
     def changes(self, reason: str) -> Packet:
+        checked_text(self.store, reason, "reason")
         return self.write(lambda p: ChangesRequested(reason=reason))
 
     def transfer(self, authority: Authority, to: str) -> Packet:
+        inputs.name(to, "--to")
         return self.write(lambda p: AuthorityTransferred(authority=authority, to=to))
 
     def approve(self, waivers: Mapping[str, str] | None = None) -> Packet:
         """Accept the result (owner, or a holder of the transferred authority)."""
+        for reason in (waivers or {}).values():
+            checked_text(self.store, reason, "reason")
         now = self.clock()
         given = tuple(Waiver(gate=g, reason=r, by=self.actor, at=now)
                       for g, r in (waivers or {}).items())
         return self.write(lambda p: Approved(waivers=given))
 
     def cancel(self, reason: str) -> Packet:
+        checked_text(self.store, reason, "reason")
         return self.write(lambda p: Cancelled(reason=reason))
 

@@ -41,6 +41,9 @@ def main(argv: Sequence[str] | None = None, *, fast: bool = True) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     as_json = "--json" in args[: args.index("--")] if "--" in args else "--json" in args
     try:
+        from waypost.inputs import utf8
+
+        utf8(args)
         values = hot_values(args) if fast else None
         if values is None:
             from waypost.cli.app import run_click

@@ -32,8 +32,15 @@ class Ctx:
     """What every verb gets: the store (opened lazily), the actor, the output mode."""
 
     def __init__(self, store_url: str | None, actor: str | None, as_json: bool) -> None:
+        from waypost.inputs import name
+
         self.store_url = store_url
-        self.actor = actor or os.environ.get("WAYPOST_ACTOR") or _user_name()
+        if actor is not None:  # given, even empty: an empty --as is refused, not a default
+            self.actor = name(actor, "--as")
+        elif os.environ.get("WAYPOST_ACTOR") is not None:
+            self.actor = name(os.environ["WAYPOST_ACTOR"], "WAYPOST_ACTOR")
+        else:
+            self.actor = _user_name()
         self.json = as_json
         self._store: Store | None = None
 
@@ -136,8 +143,9 @@ def epoch_option(func: F) -> F:
     return EPOCH.decorate(func)
 
 
-def duration(value: str | None) -> float | None:
-    return None if value is None else parse_duration(value)
+def duration(value: str | None, flag: str, *, positive: bool = False) -> float | None:
+    """A duration option's seconds (None when not given); a bad one is refused naming `flag`."""
+    return None if value is None else parse_duration(value, flag, positive=positive)
 
 
 @contextmanager

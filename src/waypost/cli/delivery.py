@@ -44,9 +44,13 @@ def deliver(ctx: Ctx, once: bool, backoff_base: str | None, max_delay: str | Non
     WAYPOST_WEBHOOK_SECRET (or [delivery] webhook_secret); webhook-id is the delivery's
     idempotency key, the same on every retry.
     """
-    settings = load_settings(backoff_base=duration(backoff_base), max_delay=duration(max_delay),
-                             horizon=duration(horizon), timeout=duration(timeout),
-                             files_root=files_root or _project_root(ctx))
+    poll = parse_duration(interval, "--interval", positive=True)  # decided before any claim
+    settings = load_settings(
+        backoff_base=duration(backoff_base, "--backoff-base", positive=True),
+        max_delay=duration(max_delay, "--max-delay", positive=True),
+        horizon=duration(horizon, "--horizon", positive=True),
+        timeout=duration(timeout, "--timeout", positive=True),
+        files_root=files_root or _project_root(ctx))
     _check_secret(ctx, settings, warn=not once)
     relay = Relay(ctx.store, settings=settings, relay_id=relay_id, deny=ctx.config.deny,
                   allow=ctx.config.allow, report=None if ctx.json else _print)
@@ -63,7 +67,7 @@ def deliver(ctx: Ctx, once: bool, backoff_base: str | None, max_delay: str | Non
     if not ctx.json:
         click.echo(f"{relay.id}: delivering from {ctx.store.url} (stop with Ctrl-C or SIGTERM)")
     with stopped_by_signals(stop):
-        relay.serve(stop, poll=parse_duration(interval))
+        relay.serve(stop, poll=poll)
     ctx.emit({"relay": relay.id, "stopped": True}, f"{relay.id}: stopped")
 
 

@@ -15,6 +15,7 @@ from waypost import model
 from waypost.cli.context import COMMON, EPOCH, RUN, Ctx, echo
 from waypost.cli.options import Opt, Verb, parse
 from waypost.durations import utcnow
+from waypost.inputs import LIMIT_MAX, fraction, row_limit
 from waypost.model import TERMINAL, State, parse_states
 
 
@@ -64,7 +65,8 @@ def ls_(ctx: Ctx, states: Sequence[str], owner: str | None, show_all: bool, limi
 HOT = {v.name: v for v in (
     Verb(name="heartbeat", run=heartbeat, args=(RUN,), options=(
         Opt(name="--note", dest="note", help="What you are doing now."),
-        Opt(name="--progress", dest="progress", type=float, help="Fraction done, 0 to 1."),
+        Opt(name="--progress", dest="progress", type=fraction, metavar="FRACTION",
+            help="Fraction done, 0 to 1."),
         EPOCH, *COMMON)),
     Verb(name="block", run=block, args=(RUN,), options=(
         Opt(name="--kind", dest="kind", required=True,
@@ -83,8 +85,8 @@ HOT = {v.name: v for v in (
         Opt(name="--owner", dest="owner", help="Only runs of this owner."),
         Opt(name="--all", dest="show_all", flag=True,
             help="Include delivered and cancelled runs."),
-        Opt(name="--limit", dest="limit", type=int, default=100, show_default=True,
-            help="At most this many rows."),
+        Opt(name="--limit", dest="limit", type=row_limit, default=100, show_default=True,
+            metavar="N", help=f"At most this many rows (1 to {LIMIT_MAX})."),
         *COMMON)),
 )}
 

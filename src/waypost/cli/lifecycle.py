@@ -10,6 +10,7 @@ import click
 
 from waypost import model, runs
 from waypost.cli.context import Ctx, duration, epoch_option, verb
+from waypost.durations import parse_deadline, utcnow
 from waypost.model import to_json
 from waypost.store import STORE_DIR, STORE_FILE
 from waypost.views import observe_run
@@ -52,12 +53,19 @@ def start(ctx: Ctx, title: str, owner: str | None, target: str | None, notify: s
           heartbeat_interval: str | None, max_silence: str | None, review_within: str | None,
           gates: Sequence[str], worker: str | None, idempotency_key: str | None) -> None:
     """Record a run's packet before the work begins; prints the run id."""
+    # every option decided before the store is opened
+    expected = duration(expect, "--expect")
+    interval = duration(heartbeat_interval, "--heartbeat-interval", positive=True)
+    silence = duration(max_silence, "--max-silence", positive=True)
+    review = duration(review_within, "--review-within", positive=True)
+    if deadline is not None:  # checked now; passed as typed (the idempotency fingerprint)
+        parse_deadline(deadline, utcnow())
     run, created = runs.start(
         ctx.store, title, actor=ctx.actor, owner=owner, target=target, notify=notify,
-        kind=model.Kind(kind) if kind else None, expect=duration(expect), deadline=deadline,
-        heartbeat_interval=duration(heartbeat_interval), max_silence=duration(max_silence),
-        review_within=duration(review_within), gates=[runs.parse_gate(g) for g in gates],
-        worker=worker, idempotency_key=idempotency_key, config=ctx.config)
+        kind=model.Kind(kind) if kind else None, deadline=deadline,
+        gates=[runs.parse_gate(g) for g in gates],
+        worker=worker, idempotency_key=idempotency_key, config=ctx.config, expect=expected,
+        heartbeat_interval=interval, max_silence=silence, review_within=review)
     packet = run.packet
     ctx.emit({"run": packet.id, "created": created, "packet": observe_run(ctx.store, packet)},
              packet.id)

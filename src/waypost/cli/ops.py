@@ -54,7 +54,7 @@ def doctor(ctx: Ctx, max_skew: str) -> None:
     """Check the store: connection, schema version, durability (SQLite) and clock skew
     (PostgreSQL). Exits 1 when a check fails. Never creates or migrates a PostgreSQL
     schema."""
-    url, checks = diagnose(ctx, duration(max_skew) or 0.0)
+    url, checks = diagnose(ctx, duration(max_skew, "--max-skew") or 0.0)
     failed = [c.name for c in checks if c.status is Status.FAIL]
     summary = f"{len(failed)} check(s) failed: {', '.join(failed)}" if failed else "all good"
     ctx.emit({"store": url, "ok": not failed, "checks": checks},

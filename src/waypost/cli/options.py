@@ -31,7 +31,8 @@ class Opt(msgspec.Struct, frozen=True, kw_only=True):
     dest: str  # the keyword the verb receives
     help: str | None = None
     metavar: str | None = None
-    type: type[str] | type[int] | type[float] = str
+    # str, int, or a converter that raises ValueError saying what it wants (`waypost.inputs`)
+    type: Callable[[str], Any] = str
     flag: bool = False  # present or not; takes no value
     choices: tuple[str, ...] = ()
     required: bool = False
@@ -50,8 +51,10 @@ class Opt(msgspec.Struct, frozen=True, kw_only=True):
             attrs["is_flag"] = True
         elif self.choices:
             attrs["type"] = click.Choice(list(self.choices))
+        elif self.type is int:
+            attrs["type"] = int
         elif self.type is not str:
-            attrs["type"] = self.type
+            attrs["type"] = _checked(self.type, self.metavar)
         if self.default is not None:
             attrs.update(default=self.default, show_default=self.show_default)
         return attrs
@@ -75,6 +78,23 @@ class Opt(msgspec.Struct, frozen=True, kw_only=True):
             return self.type(value)
         except ValueError:
             return _INVALID
+
+
+def _checked(convert: Callable[[str], Any], metavar: str | None) -> click.ParamType[Any]:
+    """A click type that converts with `convert`, refusing in its words (exit 2)."""
+    import click
+
+    class Checked(click.ParamType[Any]):
+        name = metavar or "VALUE"
+
+        def convert(self, value: Any, param: click.Parameter | None,
+                    ctx: click.Context | None) -> Any:
+            try:
+                return convert(str(value))
+            except ValueError as exc:
+                self.fail(str(exc), param, ctx)
+
+    return Checked()
 
 
 class Arg(msgspec.Struct, frozen=True, kw_only=True):

@@ -41,10 +41,9 @@ def watch(ctx: Ctx, once: bool, interval: str, lease: str | None, owner: str | N
     holds the scope's sweeper lock. The others stand by, registered, retry the lock every
     interval and take over when the holder dies or its lease ends.
     """
-    every = parse_duration(interval)
-    if every <= 0:
-        raise InvalidInput(f"--interval must be positive, not {interval!r}")
-    w = watchdog.Watch(ctx.store, interval=every, lease=duration(lease), owner=owner,
+    every = parse_duration(interval, "--interval", positive=True)
+    w = watchdog.Watch(ctx.store, interval=every, lease=duration(lease, "--lease", positive=True),
+                       owner=owner,
                        watcher_id=watcher_id or watchdog.default_watcher_id(once=once,
                                                                            owner=owner))
     if once:
@@ -134,10 +133,11 @@ def prune(ctx: Ctx, older_than: str, states: str, blob_grace: str) -> None:
     Active runs are never pruned; `waypost verify` passes afterwards.
     """
     chosen = _finished_states(states)
+    age = parse_duration(older_than, "--older-than")
+    grace = parse_duration(blob_grace, "--blob-grace")
     now = utcnow()
-    pruned = ctx.store.prune(before=now - timedelta(seconds=parse_duration(older_than)),
-                             states=chosen,
-                             blobs_before=now - timedelta(seconds=parse_duration(blob_grace)))
+    pruned = ctx.store.prune(before=now - timedelta(seconds=age), states=chosen,
+                             blobs_before=now - timedelta(seconds=grace))
     ctx.emit(pruned, f"pruned {pruned.runs} run(s), {pruned.events} event(s), "
              f"{pruned.deliveries} outbox row(s), {pruned.blobs} blob(s) "
              f"({pruned.blob_bytes} B)")
