@@ -9,14 +9,14 @@ from datetime import datetime
 
 import msgspec
 
-from waypost.core.due import last_sign_of_life, lease_until, liveness
+from waypost.core.due import lease_until
 from waypost.core.history import Step, prepare
 from waypost.core.machine import apply
 from waypost.core.writes import RunWrite, Snapshot
 from waypost.durations import format_duration
-from waypost.errors import RuleViolation
+from waypost.errors import IllegalTransition
 from waypost.events import BlockerResolved, Claimed, Event
-from waypost.model import Blocker, BlockerKind, Evidence, Gate, Liveness, Packet
+from waypost.model import TERMINAL, Blocker, BlockerKind, Evidence, Gate, Packet
 
 HISTORY_LINES = 12  # the state history fits one screen
 
@@ -66,23 +66,12 @@ class Brief(msgspec.Struct, frozen=True, kw_only=True):
 # --- resume: may it, and the takeover --------------------------------------------------
 
 
-def check_may_resume(packet: Packet, actor: str, *, force: bool, now: datetime) -> None:
-    """A live worker is not taken over by accident: only a silent one, one blocked as
-    `worker_silent`, none at all, or with `force` (the owner's call)."""
-    lease = packet.worker
-    if force or lease is None or actor in (lease.actor, packet.owner):
-        return
-    if liveness(packet, now) is Liveness.SILENT or _silent_blockers(packet):
-        return
-    quiet = format_duration((now - last_sign_of_life(packet)).total_seconds())
-    state = liveness(packet, now) or "not measured"
-    raise RuleViolation(
-        f"{actor} may not resume {packet.id}: its worker {lease.actor} (epoch {lease.epoch}) "
-        f"is {state}, last heard {quiet} ago; resume takes over only a silent worker or a "
-        f"run blocked as worker_silent",
-        hint=f"wait for the watchdog, ask {lease.actor} to stop, or take it over with the "
-        f"owner's consent: waypost resume {packet.id} --as {actor} --force",
-    )
+def check_may_resume(packet: Packet, actor: str) -> None:
+    """A run that has ended is not resumed: say so before anything about leases."""
+    if packet.state in TERMINAL:
+        raise IllegalTransition(
+            f"{actor} may not resume {packet.id}: it is {packet.state}, which is final",
+            hint=f"see how it ended: waypost show {packet.id}")
 
 
 def _silent_blockers(packet: Packet) -> list[Blocker]:

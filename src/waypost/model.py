@@ -104,6 +104,7 @@ class Liveness(enum.StrEnum):
 class Authority(enum.StrEnum):
     APPROVE = "approve"  # may approve the run
     DELIVER = "deliver"  # may deliver the result
+    TAKEOVER = "takeover"  # may take over a worker's live lease (claim or resume)
 
 
 class StopRules(Record, frozen=True, kw_only=True):

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from waypost import inputs
 from waypost.config import Config
-from waypost.core.authority import check_may_review
+from waypost.core.authority import check_may_review, check_may_take_lease
 from waypost.core.due import lease_until
 from waypost.core.history import make_event, prepare
 from waypost.core.machine import apply, next_blocker_id, next_evidence_id
@@ -251,9 +251,12 @@ class Run:
     # --- the worker's verbs -----------------------------------------------------------
 
     def claim(self) -> Packet:
-        """Take (or take over) the lease; the epoch goes up by one and fences the old holder."""
+        """Take (or take over) the lease; the epoch goes up by one and fences the old holder.
+        A live lease of another worker is taken over only by the owner, or by whom the
+        owner named (`check_may_take_lease`)."""
 
         def build(p: Packet) -> Claimed:
+            check_may_take_lease(p, self.actor, self.clock())
             holder = p.worker.actor if p.worker and p.worker.actor != self.actor else None
             return Claimed(epoch=(p.worker.epoch if p.worker else 0) + 1,
                            lease_expires_at=lease_until(p.stop_rules, self.clock()),
@@ -398,16 +401,17 @@ class Run:
         return self.write(lambda p: MarkedReady(summary=summary, public_summary=public_summary,
                                                 artifacts=tuple(artifacts)))
 
-    def resume(self, *, force: bool = False) -> Brief:
+    def resume(self) -> Brief:
         """Take over the lease as this handle's actor (epoch + 1, the old worker fenced),
         resolve the run's `worker_silent` blockers, and return the handoff brief; one
-        transaction. Only a silent worker is taken over, unless `force` (`handoff`)."""
+        transaction. The takeover rule is claim's (`check_may_take_lease`)."""
         from waypost import handoff
 
         def attempt() -> Packet:
             snap = self.store.load(self.id)
             at = self.clock()
-            handoff.check_may_resume(snap.packet, self.actor, force=force, now=at)
+            handoff.check_may_resume(snap.packet, self.actor)
+            check_may_take_lease(snap.packet, self.actor, at)
             return self._commit(handoff.takeover(snap, self.actor, at))
 
         packet = retry_conflicts(attempt, what=f"run {self.id}: resuming")

@@ -12,7 +12,7 @@ from waypost.core.history import make_event, verify_run
 from waypost.core.machine import apply
 from waypost.errors import IdempotencyConflict, NotFound, StaleLease, VersionConflict
 from waypost.events import Heartbeat
-from waypost.model import BlockerKind, Kind, State
+from waypost.model import Authority, BlockerKind, Kind, State
 from waypost.store import Store
 
 
@@ -117,6 +117,7 @@ def test_fencing_survives_the_round_trip(store: Store, clock: FakeClock) -> None
     run = _start(store, clock)
     w1 = runs.Run(store, run.id, actor="w1", clock=clock)
     w1.claim()
+    run.transfer(Authority.TAKEOVER, "w2")  # the owner lets w2 take over w1's live lease
     w2 = runs.Run(store, run.id, actor="w2", clock=clock)
     w2.claim()
     before = store.get(run.id).version

@@ -136,6 +136,7 @@ def test_illegal_transitions_exit_3_and_change_nothing(
 
 def test_fencing_refuses_the_old_worker(cli: Cli, run: str) -> None:
     assert cli.ok("claim", run, actor="w1") == "1"
+    cli.ok("transfer", run, "--authority", "takeover", "--to", "w2", actor="alice")
     assert cli.ok("claim", run, actor="w2") == "2"
     before = counts(cli, run)
     for args in (("heartbeat", run), ("block", run, "--kind", "other", "--detail", "disk"),

@@ -85,19 +85,35 @@ def test_resume_json_is_the_same_brief_as_data(cli: Cli, tmp_path: Path) -> None
     assert [h["state"] for h in brief["history"]][-3:] == ["blocked", "blocked", "in_progress"]
 
 
-def test_a_live_worker_is_not_taken_over_without_force(cli: Cli) -> None:
+def test_a_live_worker_is_taken_over_only_with_the_owners_consent(cli: Cli) -> None:
     cli.ok("init")
     run = cli.ok("start", "Busy", "--kind", "long_running", "--target", "none:",
                  "--max-silence", "30m")
     cli.ok("claim", run, actor="w1")
-    refused = cli("resume", run, actor="w2")
-    assert refused.code == 3
-    assert "w1 (epoch 1) is fresh" in refused.err
-    assert f"waypost resume {run} --as w2 --force" in refused.err
+    for verb in ("resume", "claim"):  # one rule for both
+        refused = cli(verb, run, actor="w2")
+        assert refused.code == 3, verb
+        assert "w1 holds a live lease" in refused.err
+        assert f"waypost transfer {run} --authority takeover --to w2 --as alice" in refused.err
+    assert cli("resume", run, "--force", actor="w2").code == 2  # no flag walks around it
     assert cli("show", run, "--json").json()["worker"]["actor"] == "w1"
-    cli.ok("resume", run, "--force", actor="w2")
+    assert cli.ok("claim", run, actor="w1") == "2"  # the holder may claim its own lease
+    cli.ok("transfer", run, "--authority", "takeover", "--to", "w2", actor="alice")
+    cli.ok("resume", run, actor="w2")
     assert cli("heartbeat", run, actor="w1").code == 3
     cli.ok("resume", run, actor="alice")  # the owner may always take it back
+
+
+def test_resume_of_a_finished_run_says_it_is_final_first(cli: Cli) -> None:
+    cli.ok("init")
+    run = cli.ok("start", "Busy", "--kind", "long_running", "--target", "none:",
+                 "--max-silence", "30m")
+    cli.ok("claim", run, actor="w1")
+    cli.ok("cancel", run, "--reason", "not needed")
+    refused = cli("resume", run, "--json", actor="w2")
+    assert refused.code == 3
+    assert "which is final" in refused.error()["message"]
+    assert "--force" not in refused.err
 
 
 def test_resume_refuses_a_run_that_is_not_being_worked(cli: Cli) -> None:

@@ -105,17 +105,16 @@ def _sweep_line(report: watchdog.SweepReport) -> str:
 
 @click.command()
 @click.argument("run_id", metavar="RUN")
-@click.option("--force", is_flag=True,
-              help="Take over a worker that still looks alive (the owner's call).")
 @verb
-def resume(ctx: Ctx, run_id: str, force: bool) -> None:
-    """Take over a silent worker's lease (epoch + 1) and print the handoff brief.
+def resume(ctx: Ctx, run_id: str) -> None:
+    """Take over the worker's lease (epoch + 1) and print the handoff brief.
 
-    Allowed when the worker is silent, the run is blocked as worker_silent, nobody holds
-    the lease, you are the owner, or with --force. The worker_silent blocker is resolved;
-    the old worker's writes are refused from now on.
+    The takeover rule is claim's: anyone may take a lease that is not live (never taken,
+    expired, its worker silent or blocked as worker_silent); a live one only the owner,
+    or whom the owner named with `waypost transfer RUN --authority takeover --to W`.
+    The worker_silent blocker is resolved; the old worker's writes are refused from now on.
     """
-    brief = ctx.run(run_id).resume(force=force)
+    brief = ctx.run(run_id).resume()
     ctx.emit(brief, handoff.brief_text(brief, utcnow()))
 
 

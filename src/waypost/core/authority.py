@@ -9,11 +9,19 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Final
 
-from waypost.core.due import deadline_due, delivery_stall_due, is_due, review_due, silent_due
+from waypost.core.due import (
+    deadline_due,
+    delivery_stall_due,
+    is_due,
+    last_sign_of_life,
+    liveness,
+    review_due,
+    silent_due,
+)
 from waypost.core.moves import Move, destination
 from waypost.errors import NotAuthorized, RuleViolation, StaleLease
 from waypost.events import BlockerOpened, Event, EventData, Nudged
-from waypost.model import Authority, BlockerKind, NudgeTopic, Packet
+from waypost.model import Authority, BlockerKind, Liveness, NudgeTopic, Packet
 
 OWNER_MOVES: Final = frozenset({Move.CHANGES, Move.TRANSFER, Move.CANCEL})
 WATCHDOG_PREFIX: Final = "watchdog:"
@@ -105,6 +113,37 @@ def _check_worker(packet: Packet, event: Event, move: Move) -> None:
         f"{event.actor} may not {move} run {packet.id}: it is neither the owner "
         f"({packet.owner}) nor the worker (nobody holds the lease)",
         hint=f"claim it first: waypost claim {packet.id} --as {event.actor}",
+    )
+
+
+def lease_is_live(packet: Packet, now: datetime) -> bool:
+    """A worker's lease is live while it has not expired and the worker is not silent (nor
+    blocked as worker_silent): then only the owner, or whom the owner named, takes it."""
+    lease = packet.worker
+    if lease is None or (lease.expires_at is not None and lease.expires_at <= now):
+        return False
+    if liveness(packet, now) is Liveness.SILENT:
+        return False
+    return not any(b.kind is BlockerKind.WORKER_SILENT for b in packet.open_blockers)
+
+
+def check_may_take_lease(packet: Packet, actor: str, now: datetime) -> None:
+    """The one takeover rule, for `claim` and `resume` alike. The holder may claim its own
+    lease again; a run with no live lease may be claimed by anyone; a live lease is taken
+    over only by the owner, or by an actor the owner named with `transfer --authority
+    takeover`. (Decided by the use case at the moment of the claim, not by `apply`: older
+    histories, written before this rule, must still replay.)"""
+    lease = packet.worker
+    if lease is None or lease.actor == actor or not lease_is_live(packet, now):
+        return
+    if holds_authority(packet, actor, Authority.TAKEOVER):
+        return
+    raise NotAuthorized(
+        f"{actor} may not take over {packet.id}: {lease.actor} holds a live lease "
+        f"(epoch {lease.epoch}, last heard {last_sign_of_life(packet):%Y-%m-%d %H:%M:%S}Z); "
+        f"only the owner {packet.owner} or whom the owner names may take it over",
+        hint=f"ask {lease.actor} to stop, wait until it is silent, or ask the owner: "
+        f"waypost transfer {packet.id} --authority takeover --to {actor} --as {packet.owner}",
     )
 
 
