@@ -24,7 +24,7 @@ from waypost.core.history import make_event, prepare
 from waypost.core.machine import apply, next_blocker_id, next_evidence_id
 from waypost.core.writes import RunWrite, Snapshot
 from waypost.durations import MAX_DURATION, Clock, new_run_id, parse_deadline, utcnow
-from waypost.errors import InvalidInput, VersionConflict, WaypostError
+from waypost.errors import InvalidInput, NotFound, VersionConflict, WaypostError
 from waypost.events import (
     AnyEventData,
     Approved,
@@ -41,6 +41,7 @@ from waypost.events import (
     Started,
 )
 from waypost.model import (
+    TERMINAL,
     Artifact,
     ArtifactRole,
     Assurance,
@@ -290,8 +291,16 @@ class Run:
 
     def unblock(self, blocker_id: str, resolution: str) -> Packet:
         checked_text(self.store, resolution, "resolution")
-        return self.write(lambda p: BlockerResolved(blocker_id=blocker_id,
-                                                    resolution=resolution))
+
+        def build(p: Packet) -> BlockerResolved:
+            # a missing blocker is named before the state's rules, unless the run is final
+            if p.state not in TERMINAL and not any(b.id == blocker_id for b in p.blockers):
+                known = ", ".join(b.id for b in p.open_blockers) or "none"
+                raise NotFound(f"run {p.id} has no blocker {blocker_id} (open: {known})",
+                               hint=f"see its blockers: waypost show {p.id}")
+            return BlockerResolved(blocker_id=blocker_id, resolution=resolution)
+
+        return self.write(build)
 
     def add_artifact(self, source: str, *, role: ArtifactRole, name: str | None = None,
                      max_bytes: int) -> Packet:

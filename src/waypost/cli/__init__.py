@@ -89,8 +89,9 @@ def _click_outcome(exc: Exception, as_json: bool) -> int | None:
         return 1
     if isinstance(exc, click.ClickException):
         if as_json:
-            report_error({"code": "usage", "message": exc.format_message(), "hint": "--help"},
-                         True)
+            command = getattr(getattr(exc, "ctx", None), "command_path", None) or "waypost"
+            report_error({"code": "usage", "message": exc.format_message(),
+                          "hint": f"see: {command} --help"}, True)
         else:
             exc.show()
         return int(exc.exit_code)

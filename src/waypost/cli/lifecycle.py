@@ -11,16 +11,27 @@ import click
 from waypost import model, runs
 from waypost.cli.context import Ctx, duration, epoch_option, verb
 from waypost.durations import parse_deadline, utcnow
+from waypost.errors import RuleViolation
 from waypost.model import to_json
-from waypost.store import STORE_DIR, STORE_FILE
+from waypost.store import STORE_DIR, STORE_FILE, find_default
 from waypost.views import observe_run
 
 
 @click.command()
+@click.option("--here", is_flag=True, help="Create it here even inside another store's "
+              "folder tree (commands here will then use this one, not the outer one).")
 @verb
-def init(ctx: Ctx) -> None:
+def init(ctx: Ctx, here: bool) -> None:
     """Create a store in .waypost/ here (or at --store)."""
-    url = ctx.store_url or str(Path.cwd() / STORE_DIR / STORE_FILE)
+    mine = Path.cwd() / STORE_DIR / STORE_FILE
+    outer = find_default() if ctx.store_url is None else None
+    if outer is not None and Path(outer) != mine and not here:
+        raise RuleViolation(
+            f"this folder is inside the tree of the store at {outer}, which commands here "
+            "use; a store here would hide it from them",
+            hint="use the outer store as it is, or create a separate one here: "
+                 "waypost init --here")
+    url = ctx.store_url or str(mine)
     ctx.store_url = url
     store = ctx.store
     folder = Path(getattr(store, "path", ".")).parent

@@ -63,9 +63,12 @@ def evidence() -> None:
 @click.argument("run_id", metavar="RUN")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 @click.option("--kind", default="command", show_default=True,
-              type=click.Choice([k.value for k in model.EvidenceKind if k != "skipped"]))
-@click.option("--cwd", type=click.Path(file_okay=False, exists=True))
-@click.option("--timeout", metavar="DURATION", help="Kill after this [default: 1h].")
+              type=click.Choice([k.value for k in model.EvidenceKind if k != "skipped"]),
+              help="What the command checks (a test suite, a build, a lint …).")
+@click.option("--cwd", type=click.Path(file_okay=False, exists=True),
+              help="Run it in this folder [default: the current directory].")
+@click.option("--timeout", metavar="DURATION", help="Kill it (and every process it started) "
+              "after this [default: 1h; [limits] evidence_timeout].")
 @epoch_option
 @verb
 def evidence_run(ctx: Ctx, run_id: str, command: Sequence[str], kind: str, cwd: str | None,

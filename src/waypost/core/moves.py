@@ -127,7 +127,7 @@ def destination(packet: Packet, move: Move) -> Destination:
     if move in moves:
         return moves[move]
     allowed = ", ".join(allowed_moves(packet.state)) or "none (terminal)"
-    hint = ""
+    hint = _next_command(packet)
     if packet.state is State.BLOCKED:
         hint = "; ".join(
             f"resolve {b.id} with: waypost unblock {packet.id} {b.id} --resolution TEXT"
@@ -138,3 +138,18 @@ def destination(packet: Packet, move: Move) -> Destination:
     else:
         message = f"run {packet.id} is {packet.state}: cannot {move}"
     raise IllegalTransition(f"{message} (allowed from {packet.state}: {allowed})", hint=hint)
+
+
+def _next_command(packet: Packet) -> str:
+    """What moves a run on from its state: the command to type next."""
+    run, owner = packet.id, packet.owner
+    worker = packet.worker.actor if packet.worker else "WORKER"
+    return {
+        State.IN_PROGRESS: f"when the work is done: waypost ready {run} --summary TEXT "
+                           f"--as {worker}",
+        State.READY_FOR_REVIEW: f"the owner reviews it: waypost review {run} --as {owner}, "
+                                f"then approve it or send it back with waypost changes",
+        State.APPROVED: "the relay delivers it: waypost deliver --once",
+        State.DELIVERED: f"it is final; see where it went: waypost show {run}",
+        State.CANCELLED: f"it is final; see why: waypost show {run}",
+    }.get(packet.state, "")

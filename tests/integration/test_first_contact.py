@@ -1,0 +1,69 @@
+"""What a new user trips over: each refusal says what happened and the command to type next."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import Cli
+
+
+@pytest.fixture
+def run(cli: Cli) -> str:
+    cli.ok("init")
+    return cli.ok("start", "Write the report", "--owner", "alice", "--kind", "long_running",
+                  "--target", "file:result.md", "--max-silence", "30m")
+
+
+def test_unblocking_a_blocker_that_does_not_exist_is_not_found(cli: Cli, run: str) -> None:
+    cli.ok("claim", run, actor="w1")
+    outcome = cli("unblock", run, "b9", "--resolution", "done", "--json", actor="w1")
+    assert outcome.code == 4
+    assert outcome.error()["message"] == f"run {run} has no blocker b9 (open: none)"
+
+
+@pytest.mark.parametrize(("prepare", "args", "expected"), [
+    ([], ["approve", "RUN"], "waypost ready RUN --summary TEXT --as w1"),
+    ([["ready", "RUN", "--summary", "done"]], ["heartbeat", "RUN"], "waypost review RUN"),
+    ([["cancel", "RUN", "--reason", "no"]], ["heartbeat", "RUN"], "waypost show RUN"),
+])
+def test_an_illegal_move_ends_with_the_next_command(cli: Cli, run: str,
+                                                    prepare: list[list[str]], args: list[str],
+                                                    expected: str) -> None:
+    cli.ok("claim", run, actor="w1")
+    cli.ok("evidence", "skip", run, "--kind", "test", "--reason", "no tests here", actor="w1")
+    for step in prepare:
+        cli.ok(*[run if a == "RUN" else a for a in step], actor="w1" if step[0] == "ready"
+               else "alice")
+    outcome = cli(*[run if a == "RUN" else a for a in args], "--json", actor="w1")
+    assert outcome.code == 3
+    assert expected.replace("RUN", run) in outcome.error()["hint"]
+
+
+def test_init_inside_another_stores_tree_needs_here(cli: Cli, tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    cli.ok("init")
+    inner = tmp_path / "sub" / "dir"
+    inner.mkdir(parents=True)
+    monkeypatch.chdir(inner)
+    monkeypatch.delenv("WAYPOST_URL", raising=False)
+    from waypost.cli import main
+
+    assert main(["init"]) == 3
+    assert not (inner / ".waypost").exists()
+    assert main(["init", "--here"]) == 0
+    assert (inner / ".waypost" / "waypost.db").is_file()
+    assert main(["init"]) == 0  # again, here: the store is this folder's own
+
+
+def test_a_usage_error_in_json_names_the_commands_help(cli: Cli, run: str) -> None:
+    outcome = cli("evidence", "run", run, "--kind", "nonsense", "--json", "--", "true")
+    assert outcome.code == 2
+    assert outcome.error()["hint"] == "see: waypost evidence run --help"
+
+
+def test_evidence_run_options_have_help(cli: Cli) -> None:
+    text = cli.ok("evidence", "run", "--help")
+    assert "Run it in this folder" in text
+    assert "What the command checks" in text
