@@ -46,6 +46,8 @@ INSTALL = (
     "python3 -m venv .venv && .venv/bin/pip install -q -e '.[dev]' && scripts/check",
 )
 SHOWN_ONLY = "# shown only:"
+# the block languages the convention knows; `bash` or `shell` would be shown without running
+LANGUAGES = {"sh", "console", "python", "toml", "json", "text"}
 FENCE = re.compile(r"^```([\w+-]*)\s*$")
 EXPECTED_EXIT = re.compile(r"\s*\|\|\s*\[ \$\? -eq (\d+) \]\s*$")
 DAEMON = re.compile(r"\bwaypost\s+(watch|deliver)\b")
@@ -278,12 +280,24 @@ def dirs(tmp_path: Path) -> tuple[Path, Path]:
 # --- the README -----------------------------------------------------------------------
 
 
-def test_the_install_block_is_the_two_commands_and_ci_runs_the_second() -> None:
-    first = next(b for b in blocks(README.read_text("utf-8")) if b.lang == "sh")
+def test_it_opens_with_what_it_is_for_then_the_two_commands() -> None:
+    text = README.read_text("utf-8")
+    opening = [line for line in text[:text.index("```")].splitlines() if line.strip()]
+    assert opening[0] == "# waypost"
+    assert 1 <= len(opening[1:]) <= 3, opening  # what it is for, and for whom: three lines
+    first = blocks(text)[0]
+    assert first.lang == "sh"
     assert tuple(line for line in first.lines if line.strip()) == INSTALL
     ci = (ROOT / ".ci" / "run").read_text("utf-8")
     assert "pip install -q -e '.[dev]'" in ci
     assert "\nscripts/check" in ci
+
+
+def test_every_block_says_whether_it_runs() -> None:
+    unknown = [f"README.md:{b.line - 1}: ```{b.lang}" for b in blocks(README.read_text("utf-8"))
+               if b.lang not in LANGUAGES]
+    assert not unknown, (f"{unknown}: write ```sh (runs) or ```console (shown only); "
+                         f"known: {sorted(LANGUAGES)}")
 
 
 def test_every_run_block_follows_the_convention() -> None:
