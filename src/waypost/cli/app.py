@@ -65,14 +65,23 @@ def cli() -> None:
 
     \b
     A typical run:
-      RUN=$(waypost start "Fix the flaky test" --owner alice --target file:result.md \\
+      RUN=$(waypost start "Fix the flaky test" --as alice --target file:result.md \\
             --kind long_running --max-silence 30m)
       waypost claim $RUN --as worker-1
       waypost heartbeat $RUN --as worker-1 --note "reproduced" --progress 0.3
-      waypost evidence run $RUN --as worker-1 --kind test -- pytest -q
+      waypost evidence run $RUN --as worker-1 --kind test -- python3 -m unittest -q
       waypost artifact add $RUN report.md --role report --as worker-1
       waypost ready $RUN --as worker-1 --summary "fixed" --artifact report.md
+      waypost review $RUN --as alice
+      waypost approve $RUN --as alice
+      waypost deliver --once
       waypost show $RUN
+
+    --as ACTOR (else WAYPOST_ACTOR, else your user name) says who acts, and the rules are
+    written in actors: only the owner approves, only the lease holder writes as the worker.
+    A local store trusts --as, as git trusts a commit's author: anyone who can write the
+    store can act as anyone. Nothing in waypost authenticates an actor today (there is no
+    HTTP API yet).
     """
 
 
