@@ -276,6 +276,13 @@ def test_the_brief_quotes_every_fetch_command(cli: Cli, run: str, tmp_path: Path
     assert (fresh / "o .bashrc").read_bytes() == b"legacy option-like\n"
 
 
+def test_the_brief_quotes_the_actor_in_every_next_step(cli: Cli, run: str) -> None:
+    brief = cli("resume", run, "--json", "--force", actor="ops bot").json()
+    for step in brief["next_steps"]:
+        words = shlex.split(step.split("   (")[0])
+        assert words[words.index("--as") + 1] == "ops bot", step
+
+
 # --- add: nothing stored until the write is decided -------------------------------------
 
 
