@@ -4,11 +4,13 @@ durable output instead of from the old worker's memory."""
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Sequence
 from datetime import datetime
 
 import msgspec
 
+from waypost.artifacts import fetch_command
 from waypost.core.due import lease_until
 from waypost.core.history import Step, prepare
 from waypost.core.machine import apply
@@ -150,7 +152,7 @@ def _gist(event: Event) -> str:
 def _artifact_ref(packet: Packet, name: str) -> ArtifactRef:
     artifact = packet.artifact(name)
     assert artifact is not None
-    fetch = (f"waypost artifact get {packet.id} {artifact.name}" if artifact.stored
+    fetch = (fetch_command(packet.id, artifact.name) if artifact.stored
              else artifact.url or artifact.path or "not stored")
     return ArtifactRef(name=artifact.name, role=artifact.role.value, bytes=artifact.bytes,
                        sha256=artifact.sha256, fetch=fetch)
@@ -158,14 +160,21 @@ def _artifact_ref(packet: Packet, name: str) -> ArtifactRef:
 
 def _next_steps(packet: Packet) -> list[str]:
     assert packet.worker is not None
-    me = f"--as {packet.worker.actor} --epoch {packet.worker.epoch}"
-    steps = [f"waypost heartbeat {packet.id} {me} --note TEXT   (keep doing this)"]
-    steps += [f"waypost unblock {packet.id} {b.id} {me} --resolution TEXT"
+    me = ("--as", packet.worker.actor, "--epoch", str(packet.worker.epoch))
+    run = packet.id
+    steps = [_command("heartbeat", run, *me) + " --note TEXT   (keep doing this)"]
+    steps += [_command("unblock", run, b.id, *me) + " --resolution TEXT"
               for b in packet.open_blockers]
-    steps += [f"waypost artifact add {packet.id} PATH --role result {me}",
-              f"waypost evidence run {packet.id} {me} -- CMD",
-              f"waypost ready {packet.id} {me} --summary TEXT --artifact NAME"]
+    steps += [_command("artifact", "add", run) + " PATH --role result " + shlex.join(me),
+              _command("evidence", "run", run, *me) + " -- CMD",
+              _command("ready", run, *me) + " --summary TEXT --artifact NAME"]
     return steps
+
+
+def _command(*argv: str) -> str:
+    """A `waypost` command line as a user may paste it: every value quoted for a POSIX
+    shell (actors, names and ids come from users; placeholders are added unquoted)."""
+    return shlex.join(["waypost", *argv])
 
 
 def brief_text(b: Brief, now: datetime) -> str:
@@ -180,7 +189,8 @@ def brief_text(b: Brief, now: datetime) -> str:
              f"  target     {b.target}" + (f"  notify {b.notify}" if b.notify else ""),
              f"  last note  {_quoted(b.last_note)} (last heartbeat {heard}{progress})",
              "  history" + (f" (heartbeats and older events not shown: {b.earlier_events}; "
-                            f"all of them: waypost log {b.run})" if b.earlier_events else "")
+                            f"all of them: {_command('log', b.run)})" if b.earlier_events
+                            else "")
              + ":"]
     lines += [f"    #{h.seq:<3} {h.at:%m-%d %H:%M:%S}  {h.actor:<18} {h.event:<18} "
               f"→ {h.state:<16} {h.gist}".rstrip() for h in b.history]

@@ -305,12 +305,19 @@ class Run:
     def add_artifact(self, source: str, *, role: ArtifactRole, name: str | None = None,
                      max_bytes: int) -> Packet:
         """Record `source`: a file (copied into the store, at most `max_bytes`) or an
-        http(s) URL (a reference)."""
+        http(s) URL (a reference).
+
+        Decided before anything is stored: the name, the file (a regular file, opened once),
+        its size and the run's rules (state, authority, lease epoch); only then are the bytes
+        read (counted, whatever size the file reports) and stored. The rules do not look at
+        the bytes, so they are checked on the record before its digest is known."""
         from waypost import artifacts
 
-        return self.record_artifact(artifacts.from_source(
-            self.store, source, role=role, name=name, max_bytes=max_bytes, at=self.clock(),
-            by=self.actor))
+        with artifacts.open_source(source, role=role, name=name, max_bytes=max_bytes,
+                                   at=self.clock(), by=self.actor) as decided:
+            self.precheck(lambda p: ArtifactRecorded(artifact=decided.record))
+            artifact = artifacts.read_and_store(self.store, decided, max_bytes)
+        return self.record_artifact(artifact)
 
     def record_artifact(self, artifact: Artifact) -> Packet:
         return self.write(lambda p: ArtifactRecorded(artifact=artifact))

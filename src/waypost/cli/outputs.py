@@ -40,16 +40,22 @@ def artifact_add(ctx: Ctx, run_id: str, source: str, role: str, name: str | None
 @click.argument("name")
 @click.option("-o", "--output", metavar="PATH", help="File or directory [default: ./NAME]; "
               "- for stdout.")
+@click.option("--force", is_flag=True, help="Replace an existing file.")
 @verb
-def artifact_get(ctx: Ctx, run_id: str, name: str, output: str | None) -> None:
-    """Fetch a stored artifact's bytes (checked against its sha256)."""
+def artifact_get(ctx: Ctx, run_id: str, name: str, output: str | None, force: bool) -> None:
+    """Fetch a stored artifact's bytes (checked against its sha256).
+
+    Writes a new regular file (atomically); an existing file only with --force, and never
+    through a symbolic link, a device or a FIFO (use -o - to stream the bytes).
+    """
     from waypost import artifacts
 
     recorded, data = ctx.run(run_id).artifact(name)
     if output == "-":
         sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
         return
-    path = artifacts.write_out(data, recorded.name, output)
+    path = artifacts.write_out(data, recorded.name, output, run_id=run_id, force=force)
     ctx.emit({"run": run_id, "artifact": recorded.name, "path": str(path),
               "sha256": recorded.sha256}, str(path))
 
