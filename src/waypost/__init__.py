@@ -15,6 +15,7 @@ if typing.TYPE_CHECKING:
     from waypost.core.machine import apply, fold
     from waypost.errors import (
         Conflict,
+        DiskFull,
         IdempotencyConflict,
         IllegalTransition,
         IntegrityError,
@@ -58,6 +59,7 @@ __all__ = [
     "Blocker",
     "BlockerKind",
     "Conflict",
+    "DiskFull",
     "Event",
     "Evidence",
     "EvidenceKind",
@@ -92,10 +94,10 @@ __all__ = [
 # Where each public name lives. They are imported on first use, so that a command that needs
 # only part of the library (`waypost show` reads, it never writes) loads only that part.
 _HOMES = {
-    "waypost.errors": ("Conflict", "IdempotencyConflict", "IllegalTransition", "IntegrityError",
-                       "InvalidInput", "NotAuthorized", "NotFound", "Refused", "RuleViolation",
-                       "StaleLease", "StoreBusy", "StoreError", "VersionConflict",
-                       "WaypostError"),
+    "waypost.errors": ("Conflict", "DiskFull", "IdempotencyConflict", "IllegalTransition",
+                       "IntegrityError", "InvalidInput", "NotAuthorized", "NotFound", "Refused",
+                       "RuleViolation", "StaleLease", "StoreBusy", "StoreError",
+                       "VersionConflict", "WaypostError"),
     "waypost.core.machine": ("apply", "fold"),
     "waypost.events": ("Event",),
     "waypost.model": ("Artifact", "ArtifactRole", "Assurance", "Authority", "Blocker",

@@ -27,6 +27,7 @@ import msgspec
 
 from waypost.errors import (
     Conflict,
+    DiskFull,
     IntegrityError,
     InvalidInput,
     NotFound,
@@ -358,7 +359,7 @@ _ENVIRONMENT = (errno.ENOSPC, errno.EDQUOT, errno.EIO)  # not the path's fault: 
 def _write_error(exc: OSError, path: Path) -> WaypostError:
     """An OSError while writing `path`, as an error the user can act on."""
     if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-        return WaypostError(f"disk full: cannot write {path}; nothing was written",
+        return DiskFull(f"disk full: cannot write {path}; nothing was written",
                             hint="free some space there, or pass -o a path on another disk")
     if exc.errno in _ENVIRONMENT:
         return WaypostError(f"cannot write {path}: {exc.strerror}")

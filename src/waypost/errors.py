@@ -13,7 +13,8 @@
     │   ├── IdempotencyConflict
     │   └── VersionConflict
     ├── StoreError                  1  the backend failed (the driver error is the cause)
-    └── StoreBusy                  75  the store stayed locked past the wait limit: try again
+    ├── StoreBusy                  75  the store stayed locked past the wait limit: try again
+    └── DiskFull                   75  no space left for the write: free some, try again
 
 Every error carries a stable `code`, a message saying what was refused and why, and a
 `hint`: the next command to type.
@@ -119,3 +120,11 @@ class StoreBusy(WaypostError):
 
     exit_code = 75
     code = "store_busy"
+
+
+class DiskFull(WaypostError):
+    """The disk is full: nothing was written (whatever was committed before is intact).
+    Free some space and try again (exit 75, EX_TEMPFAIL, like a busy store)."""
+
+    exit_code = 75
+    code = "disk_full"

@@ -478,5 +478,5 @@ def test_a_full_disk_says_so_and_leaves_no_temporary_file(
         capture_output=True, text=True, timeout=60, check=False,
         env={**os.environ, "OUT": str(small)})
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.splitlines() == ["exit=1"]  # and the tmpfs held no file at all
+    assert proc.stdout.splitlines() == ["exit=75"]  # and the tmpfs held no file at all
     assert f"disk full: cannot write {small / 'big.bin'}" in proc.stderr
