@@ -67,3 +67,20 @@ def test_evidence_run_options_have_help(cli: Cli) -> None:
     text = cli.ok("evidence", "run", "--help")
     assert "Run it in this folder" in text
     assert "What the command checks" in text
+
+
+def test_artifact_get_to_stdout_with_json_is_one_document(cli: Cli, run: str,
+                                                          tmp_path: Path) -> None:
+    import base64
+    import json
+
+    cli.ok("claim", run, actor="w1")
+    (tmp_path / "report.md").write_text("# Report\n\nThe race is fixed.\n")
+    (tmp_path / "blob.bin").write_bytes(b"\xff\x00binary" * 4)
+    cli.ok("artifact", "add", run, "report.md", actor="w1")
+    cli.ok("artifact", "add", run, "blob.bin", actor="w1")
+    text = json.loads(cli.ok("artifact", "get", run, "report.md", "-o", "-", "--json"))
+    assert text["text"] == "# Report\n\nThe race is fixed.\n"
+    binary = json.loads(cli.ok("artifact", "get", run, "blob.bin", "-o", "-", "--json"))
+    assert base64.b64decode(binary["base64"]) == b"\xff\x00binary" * 4
+    assert cli.ok("artifact", "get", run, "report.md", "-o", "-").startswith("# Report")

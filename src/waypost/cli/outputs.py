@@ -51,6 +51,10 @@ def artifact_get(ctx: Ctx, run_id: str, name: str, output: str | None, force: bo
     from waypost import artifacts
 
     recorded, data = ctx.run(run_id).artifact(name)
+    if output == "-" and ctx.json:  # one JSON document, as every verb prints: never raw bytes
+        ctx.emit({"run": run_id, "artifact": recorded.name, "sha256": recorded.sha256,
+                  "bytes": len(data), **_content(data)}, "")
+        return
     if output == "-":
         sys.stdout.buffer.write(data)
         sys.stdout.buffer.flush()
@@ -58,6 +62,16 @@ def artifact_get(ctx: Ctx, run_id: str, name: str, output: str | None, force: bo
     path = artifacts.write_out(data, recorded.name, output, run_id=run_id, force=force)
     ctx.emit({"run": run_id, "artifact": recorded.name, "path": str(path),
               "sha256": recorded.sha256}, str(path))
+
+
+def _content(data: bytes) -> dict[str, str]:
+    """The bytes in a JSON document: as text when they are UTF-8, else as base64."""
+    try:
+        return {"text": data.decode("utf-8")}
+    except UnicodeDecodeError:
+        import base64
+
+        return {"base64": base64.b64encode(data).decode("ascii")}
 
 
 @click.group()
