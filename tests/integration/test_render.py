@@ -11,9 +11,11 @@ import msgspec
 import pytest
 
 from tests.helpers import Cli, Outcome
+from waypost.cli import delivery as delivery_cli
 from waypost.cli import render
+from waypost.core import observed
 from waypost.delivery import document
-from waypost.model import Delivery, Purpose
+from waypost.model import Delivery, DeliveryStatus, Purpose
 from waypost.store import open_store
 
 OSC52 = "\x1b]52;c;bWFsbG9yeQ==\x07"  # sets the clipboard of the terminal that prints it
@@ -86,6 +88,26 @@ def test_names_stored_under_older_rules_are_shown_escaped(cli: Cli, tmp_path: Pa
         assert "rep\\x1b" in shown or "rep\\\\x1b" in shown
         assert not [line for line in shown.splitlines() if line.startswith("## Approval")]
     assert isinstance(final, Delivery)
+
+
+def test_what_a_remote_server_said_is_shown_escaped(
+        cli: Cli, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A delivery's error or receipt quotes the target (a webhook's body, a command's
+    stderr): the relay's line and `show` print it escaped, on one line."""
+    run = hostile_run(cli, tmp_path)
+    with open_store(str(cli.store)) as store:
+        stored = store.get(run)
+        [final] = store.deliveries([run])
+    failed = msgspec.structs.replace(final, status=DeliveryStatus.FAILED,
+                                     last_error=f"HTTP 500: {OSC52}\nmore")
+    capsys.readouterr()
+    delivery_cli._print(failed)
+    printed = capsys.readouterr().out
+    shown = render.show_text(observed.observe(stored, stored.updated_at, deliveries=[failed]),
+                             stored.updated_at)
+    for text in (printed, shown):
+        assert not CONTROL.search(text.replace("\n", ""))
+        assert "HTTP 500: \\x1b]52;c;bWFsbG9yeQ==\\x07\\nmore" in text
 
 
 def test_user_text_opens_no_markdown_section(cli: Cli, tmp_path: Path) -> None:
