@@ -78,6 +78,6 @@ def _md_line(line: str) -> str:
 
 
 def _escape_start(start: str) -> str:
-    """A line-start marker made literal: `\\-`, `\\+`, `\\=`; `1.` as `1\\.` (the `.` or `)`
-    after the digits is escaped by the caller's next character check)."""
+    """A line-start marker made literal: `-`, `+`, `=` get a backslash before them; a run
+    of digits gets one after it, before its `.` or `)` (`1.` becomes `1\\.`)."""
     return "\\" + start if not start.isdigit() else start + "\\"
