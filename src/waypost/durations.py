@@ -56,14 +56,15 @@ def parse_deadline(text: str, now: datetime, flag: str = "--deadline") -> dateti
 
 
 def format_duration(seconds: float) -> str:
-    seconds = abs(seconds)
-    if seconds < 90:
-        return f"{seconds:.0f}s"
-    if seconds < 5400:
-        return f"{seconds / 60:.0f}m"
-    if seconds < 172800:
-        return f"{seconds / 3600:.1f}h"
-    return f"{seconds / 86400:.1f}d"
+    """`45s`, `1m30s`, `2h05m`, `3d04h`: two units at most, the smaller one cut, never
+    rounded up (a 90 s lease is `1m30s`, not `2m`); `parse_duration` reads it back."""
+    whole = int(abs(seconds))
+    for big, small, unit, sub in ((86400, 3600, "d", "h"), (3600, 60, "h", "m"),
+                                  (60, 1, "m", "s")):
+        if whole >= big:
+            count, rest = divmod(whole, big)
+            return f"{count}{unit}{rest // small:02d}{sub}" if rest // small else f"{count}{unit}"
+    return f"{whole}s"
 
 
 def utcnow() -> datetime:

@@ -1,6 +1,6 @@
 """The layers you can see in the folder names, held by a walk over every import in src/.
 
-    vocabulary  errors durations model events config inputs   (leaves)
+    vocabulary  errors durations model events config inputs display   (leaves)
     core        waypost.core.*                          pure rules: no I/O, no backend
     store       waypost.store.*                         the Store ABC and one module per backend
     delivery    waypost.delivery.*                      relay and targets
@@ -23,7 +23,7 @@ import pytest
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 VOCABULARY = {"waypost.errors", "waypost.durations", "waypost.model", "waypost.events",
-              "waypost.config", "waypost.inputs"}
+              "waypost.config", "waypost.inputs", "waypost.display"}
 ADAPTERS = ("waypost.cli", "waypost.http", "waypost.mcp", "waypost.__main__")
 LAYERS = ("vocabulary", "core", "store", "delivery", "use cases", "adapters")
 # (importer, adapter package) pairs that start another adapter's server, e.g. `waypost serve`

@@ -121,11 +121,11 @@ def test_the_silent_detail_names_the_quiet_the_limit_the_note_and_the_holder() -
     data = watching.decide(quiet, START + timedelta(hours=2), relay_running=False)
     assert data == BlockerOpened(
         blocker_id="b1", kind=BlockerKind.WORKER_SILENT,
-        detail="silent for 1.9h (max silence 30m): no heartbeat since 2026-01-02 03:09:05Z;"
+        detail="silent for 1h55m (max silence 30m): no heartbeat since 2026-01-02 03:09:05Z;"
         ' last note: "reproduced the race"; lease holder: w1 (epoch 2)')
     heard = _packet(heartbeat=START + timedelta(seconds=30.5), rules=StopRules(max_silence=60))
     assert watching.silent_detail(heard, START + timedelta(seconds=100)) == (
-        "silent for 70s (max silence 60s): last heartbeat 2026-01-02 03:04:35Z;"
+        "silent for 1m09s (max silence 1m): last heartbeat 2026-01-02 03:04:35Z;"
         " last note: none; lease holder: nobody")
 
 

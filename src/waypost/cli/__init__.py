@@ -105,9 +105,11 @@ def report_error(error: dict[str, str], as_json: bool) -> None:
     if as_json:
         echo(to_json({"error": error}).decode(), err=True)
         return
-    echo(f"waypost: {error['message']}", err=True)
+    from waypost.display import printable
+
+    echo(f"waypost: {printable(error['message'])}", err=True)
     if error.get("hint"):
-        echo(f"  next: {error['hint']}", err=True)
+        echo(f"  next: {printable(error['hint'])}", err=True)
 
 
 class _ClosedPipeFlush:

@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TextIO, TypeVar, cast
 
 from waypost.cli.options import Arg, Opt
+from waypost.display import printable
 from waypost.durations import parse_duration
 from waypost.model import to_json
 from waypost.store import Store, open_store
@@ -64,7 +65,9 @@ class Ctx:
         return Run(self.store, run_id, actor=self.actor, epoch=epoch)
 
     def emit(self, document: Any, text: str) -> None:
-        echo(to_json(document).decode() if self.json else text)
+        """The JSON document, exact; or the text, with no control character but the
+        newline left in it (stored text is anyone's: it may not steer the terminal)."""
+        echo(to_json(document).decode() if self.json else printable(text, limit=None))
 
     def close(self) -> None:
         if self._store is not None:

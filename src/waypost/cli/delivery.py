@@ -11,6 +11,7 @@ from waypost.cli.context import Ctx, duration, stopped_by_signals, verb
 from waypost.delivery.relay import Relay
 from waypost.delivery.settings import DeliverySettings, load_settings
 from waypost.delivery.signing import secret_key
+from waypost.display import one_line
 from waypost.durations import format_duration, parse_duration
 from waypost.model import Delivery, DeliveryStatus
 from waypost.store import STORE_DIR
@@ -89,7 +90,7 @@ def _check_secret(ctx: Ctx, settings: DeliverySettings, *, warn: bool) -> None:
 
 
 def _print(delivery: Delivery) -> None:
-    click.echo(describe(delivery))
+    click.echo(one_line(describe(delivery)))  # an error or receipt may quote the target
 
 
 def describe(delivery: Delivery) -> str:

@@ -11,6 +11,7 @@ import click
 from waypost import handoff, watchdog
 from waypost.cli.context import Ctx, duration, stopped_by_signals, verb
 from waypost.core.observed import interval_text
+from waypost.display import printable
 from waypost.durations import parse_duration, utcnow
 from waypost.errors import InvalidInput
 from waypost.model import TERMINAL, State, WatcherRole, parse_states
@@ -85,7 +86,7 @@ class _Reports:
             lines += [f"  {a.run_id} #{a.seq} {a.recorded} → {a.state}" for a in report.actions]
             lines += [f"  error: {e}" for e in report.errors]
         if lines:
-            click.echo("\n".join(lines))
+            click.echo(printable("\n".join(lines), limit=None))
 
 
 def _role_line(report: watchdog.SweepReport) -> str:

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from waypost.display import md_block, md_inline
 from waypost.events import Event
 from waypost.model import Artifact, Delivery, Evidence, Packet, Purpose, to_builtins, to_json
 
@@ -114,33 +115,39 @@ def json_file(document: Document) -> bytes:
 
 
 def markdown(document: Document) -> str:
-    """The final result as Markdown (a notice is one line of JSON, never Markdown)."""
+    """The final result as Markdown (a notice is one line of JSON, never Markdown). Every
+    string in it came from someone, so each is escaped (`waypost.display`): a title can
+    never open a section of its own, nor a summary a fence, a link or an HTML tag."""
     data = document["data"]
     approval = data.get("approval") or {}
-    out = [f"# {data['title']}", "",
+    out = [f"# {md_inline(data['title'])}", "",
            f"Final result of run `{data['run']}` ({data['state']}); approved by "
-           f"{approval.get('by', '?')} at {approval.get('at', '?')}.", "",
-           "## Summary", "", data.get("public_summary") or NO_PUBLIC_SUMMARY]
+           f"{md_inline(str(approval.get('by', '?')))} at {approval.get('at', '?')}.", "",
+           "## Summary", "", md_block(data.get("public_summary") or NO_PUBLIC_SUMMARY)]
     if data["artifacts"]:
         out += ["", "## Artifacts", "", "| name | role | bytes | sha256 | fetch |",
                 "|---|---|---|---|---|"]
-        out += [f"| {a['name']} | {a['role']} | {a['bytes'] if a['bytes'] is not None else ''}"
-                f" | `{a['sha256'] or ''}` | {_cell(a['fetch'] or '')} |"
-                for a in data["artifacts"]]
+        out += [f"| {md_inline(a['name'])} | {a['role']} | "
+                f"{a['bytes'] if a['bytes'] is not None else ''} | {_digest(a['sha256'])} | "
+                f"{md_inline(a['fetch'] or '')} |" for a in data["artifacts"]]
     out += ["", "## Evidence", "", "| id | verdict | assurance | kind | summary |",
             "|---|---|---|---|---|"]
     out += [f"| {e['id']} | {e['verdict']} | {e['assurance']} | {e['kind']} | "
-            f"{_cell(_with_reason(e['summary'], e['reason']))} |"
+            f"{md_inline(_with_reason(e['summary'], e['reason']))} |"
             for e in data["evidence"]]
     if approval.get("waivers"):
         out += ["", "## Waivers", ""]
-        out += [f"- {w['gate']}: {w['reason']} ({w['by']})" for w in approval["waivers"]]
+        out += [f"- {md_inline(w['gate'])}: {md_inline(w['reason'])} ({md_inline(w['by'])})"
+                for w in approval["waivers"]]
     out += ["", f"<!-- waypost delivery {document['id']} -->"]
     return "\n".join(out) + "\n"
 
 
-def _cell(text: str) -> str:
-    return " ".join(text.split()).replace("|", "/")
+def _digest(sha256: str | None) -> str:
+    """A sha256 as code; anything else it might hold is escaped text."""
+    if sha256 and all(c in "0123456789abcdef" for c in sha256):
+        return f"`{sha256}`"
+    return md_inline(sha256 or "")
 
 
 def _with_reason(summary: str, reason: str | None) -> str:
