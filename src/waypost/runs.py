@@ -93,6 +93,7 @@ def start(
 ) -> tuple[Run, bool]:
     """Record a new run's packet before work begins; returns (run, created)."""
     config = config or Config()
+    _check_targets(store, config, target=target, notify=notify)
     now = clock()
     fingerprint = _fingerprint(title, owner, target, notify, kind, expect, deadline,
                                heartbeat_interval, max_silence, review_within, gates, worker)
@@ -113,6 +114,18 @@ def start(
     event = make_event(None, run_id, data, actor=actor, at=now)
     packet, created = store.create(event, apply(None, event), fingerprint=fingerprint)
     return Run(store, packet.id, actor=actor, clock=clock), created
+
+
+def _check_targets(store: Store, config: Config, *, target: str | None,
+                   notify: str | None) -> None:
+    """Refuse a malformed target or notify URI before the run exists (InvalidInput)."""
+    from waypost.core.targets import check_uri  # here: the hot verbs never start a run
+    from waypost.delivery.settings import places_at_start
+
+    places = places_at_start(getattr(store, "path", None), config.path)
+    for field, uri in (("target", target), ("notify", notify)):
+        if uri is not None:
+            check_uri(uri, places, field=field)
 
 
 def with_default_gates(gates: Sequence[Gate], config: Config) -> tuple[Gate, ...]:

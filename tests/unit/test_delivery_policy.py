@@ -25,8 +25,9 @@ NOW = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 
 @pytest.mark.parametrize(("status", "outcome"), [
     (200, Outcome.SENT), (204, Outcome.SENT), (299, Outcome.SENT),
-    (301, Outcome.RETRY), (408, Outcome.RETRY), (429, Outcome.RETRY),
-    (500, Outcome.RETRY), (502, Outcome.RETRY), (503, Outcome.RETRY),
+    (302, Outcome.RETRY), (307, Outcome.RETRY), (408, Outcome.RETRY), (425, Outcome.RETRY),
+    (429, Outcome.RETRY), (500, Outcome.RETRY), (502, Outcome.RETRY), (503, Outcome.RETRY),
+    (301, Outcome.GIVE_UP), (308, Outcome.GIVE_UP),
     (400, Outcome.GIVE_UP), (401, Outcome.GIVE_UP), (404, Outcome.GIVE_UP),
     (410, Outcome.GIVE_UP), (422, Outcome.GIVE_UP),
 ])
