@@ -20,9 +20,9 @@ URIs longer than `MAX_URI` characters, and every other scheme. `slack:`, `slack-
 from __future__ import annotations
 
 import posixpath
+import re
 import shlex
 from typing import NoReturn
-from urllib.parse import urlsplit
 
 import msgspec
 
@@ -32,6 +32,9 @@ MAX_URI = 2048  # characters; a longer target is refused (a URL past this is not
 FORMS = "file:PATH, http(s)://HOST[:PORT]/…, exec:COMMAND or none:"
 NOT_YET = ("slack:", "slack-webhook:", "github:", "github-status:", "mailto:")
 STORE_DIR = ".waypost"  # the store's own folder: never a delivery target
+# HOST[:PORT] of an http(s) URL: a name or an IPv4 address, or [IPv6]; no nested repeats
+_AUTHORITY = re.compile(r"(?:\[[0-9A-Fa-f:.]{2,45}\]|[A-Za-z0-9._~%-]{1,253})"
+                        r"(?::(?P<port>[0-9]{1,5}))?")
 
 
 class Places(msgspec.Struct, frozen=True, kw_only=True):
@@ -72,7 +75,7 @@ def file_destination(uri: str, places: Places, *, field: str = "target") -> str:
     """The absolute, normalised path a `file:` URI names (relative ones from the root)."""
     rest = uri.removeprefix("file:")
     if rest.startswith("//"):
-        if not rest.startswith("///"):
+        if rest[2:] and not rest.startswith("///"):
             _refuse(field, uri, "a file URI names no host: write file:PATH or file:///PATH")
         rest = rest[2:]
     if not rest.strip():
@@ -94,18 +97,18 @@ def file_destination(uri: str, places: Places, *, field: str = "target") -> str:
 
 
 def _check_url(uri: str, field: str) -> None:
-    try:
-        parts = urlsplit(uri)
-        port = parts.port
-    except ValueError as exc:
-        _refuse(field, uri, f"it is not a URL ({exc})")
-    if not parts.hostname or (port is not None and not 0 < port < 65536):
-        _refuse(field, uri, "it names no host, or a bad port (HOST[:PORT], PORT 1 to 65535)")
-    if parts.username is not None or parts.password is not None:
-        _refuse(field, uri, "credentials do not belong in a target (it is shown and stored); "
-                "the relay signs with its webhook secret")
     if any(c.isspace() for c in uri):
         _refuse(field, uri, "a URL has no spaces (write %20)")
+    authority = re.split(r"[/?#]", uri.partition("://")[2], maxsplit=1)[0]
+    if "@" in authority:
+        _refuse(field, uri, "credentials do not belong in a target (it is shown and stored); "
+                "the relay signs with its webhook secret")
+    found = _AUTHORITY.fullmatch(authority)
+    if not found:
+        _refuse(field, uri, "it names no host, or a bad one: write http(s)://HOST[:PORT]/…")
+    port = found.group("port")
+    if port is not None and not 0 < int(port) < 65536:
+        _refuse(field, uri, f"port {port} is not a port (1 to 65535)")
 
 
 def _check_command(uri: str, field: str) -> None:
