@@ -16,6 +16,7 @@ import pytest
 from tests.delivery_support import WebhookServer, approved_run, fast, new_secret
 from tests.helpers import Cli, FakeClock
 from waypost import runs
+from waypost.cli import main
 from waypost.core.targets import FORMS
 from waypost.delivery.relay import Relay
 from waypost.durations import utcnow
@@ -242,3 +243,23 @@ def test_a_notice_that_fails_for_good_never_moves_the_run(
     assert db.get(run.id).version == version
     assert list(outside.iterdir()) == []
     assert os.path.islink(tmp_path / "logs")
+
+
+@pytest.mark.parametrize("root_from", ["--dir", "waypost.toml"])
+def test_a_postgres_relay_writes_under_dir_or_the_config_folder(
+        pg_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch, root_from: str) -> None:
+    with open_store(pg_url) as store:
+        run_id = approved_run(store, FakeClock(utcnow()), target="file:reports/result.md")
+    project = tmp_path / "project"
+    (project / "sub").mkdir(parents=True)
+    monkeypatch.chdir(project / "sub")
+    monkeypatch.setenv("WAYPOST_ACTOR", "alice")
+    args = ["deliver", "--once", "--store", pg_url]
+    if root_from == "--dir":
+        args += ["--dir", str(project)]
+    else:
+        (project / "waypost.toml").write_text("[delivery]\nhorizon = \"1h\"\n")
+    assert main(args) == 0, capsys.readouterr().err
+    assert run_id in (project / "reports" / "result.md").read_text()
+    assert not (project / "sub" / "reports").exists()
