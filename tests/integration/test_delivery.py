@@ -244,7 +244,8 @@ def test_notices_go_to_the_notify_file_once_each_and_never_move_the_run(
     assert lines[0]["id"] == row.key
     assert db.get(run.id).version == version  # a notice never writes to the run
     outgoing = Outgoing(delivery=row, document=lines[0])
-    assert FileTarget(notices, Places(root=str(tmp_path))).send(outgoing, at=clock()).detail.startswith("already appended")
+    again = FileTarget(notices, Places(root=str(tmp_path))).send(outgoing, at=clock())
+    assert again.detail.startswith("already appended")
     assert len(notices.read_text().splitlines()) == 1
 
 

@@ -263,3 +263,39 @@ def test_a_postgres_relay_writes_under_dir_or_the_config_folder(
     assert main(args) == 0, capsys.readouterr().err
     assert run_id in (project / "reports" / "result.md").read_text()
     assert not (project / "sub" / "reports").exists()
+
+
+def _alive(pid: int) -> bool:
+    """Whether `pid` runs (a zombie nobody reaped does not count)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_an_exec_target_past_its_timeout_is_killed_with_everything_it_started(
+        db: Store, clock: FakeClock, tmp_path: Path) -> None:
+    pidfile = tmp_path / "pid"
+    script = f"sleep 60 & echo $! > {shlex.quote(str(pidfile))}; echo started; sleep 60"
+    approved_run(db, clock, target=f"exec:sh -c {shlex.quote(script)}")
+    relay = Relay(db, settings=fast(timeout=1.0), relay_id="relay:t", clock=clock,
+                  rand=lambda: 1.0)
+    [row] = relay.drain()  # a hang guard, not a speed test: the sleeps would take 60 s
+    assert row.status is DeliveryStatus.QUEUED
+    assert row.last_error is not None
+    assert "did not finish within 1s" in row.last_error
+    assert not _alive(int(pidfile.read_text()))
+
+
+def test_an_exec_target_that_floods_its_output_keeps_only_the_tail(
+        db: Store, clock: FakeClock) -> None:
+    command = (f"{shlex.quote(sys.executable)} -c "
+               "'import sys; sys.stdout.write(\"x\" * 5_000_000 + \" the end\"); sys.exit(1)'")
+    approved_run(db, clock, target=f"exec:{command}")
+    [row] = Relay(db, settings=fast(), relay_id="relay:t", clock=clock,
+                  rand=lambda: 1.0).drain()
+    assert row.status is DeliveryStatus.QUEUED
+    assert row.last_error is not None
+    assert row.last_error.endswith(" the end")
+    assert len(row.last_error) < 400

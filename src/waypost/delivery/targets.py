@@ -15,8 +15,10 @@ import json
 import os
 import posixpath
 import shlex
+import signal
 import subprocess
 import tempfile
+import threading
 from datetime import datetime
 from pathlib import Path
 
@@ -168,7 +170,8 @@ def atomic_write(path: Path, content: bytes) -> None:
 
 
 class ExecTarget(Target):
-    """The user's own sender: the document on stdin, the key in its environment."""
+    """The user's own sender: the document on stdin, the key in its environment. It runs in
+    a session of its own, killed whole at the timeout; only the tail of its output is kept."""
 
     def __init__(self, command: str, *, timeout: float) -> None:
         self.command = command
@@ -181,18 +184,69 @@ class ExecTarget(Target):
                "WAYPOST_DELIVERY_TOPIC": delivery.topic}
         argv = shlex.split(self.command)
         try:
-            done = subprocess.run(argv, input=outgoing.body, env=env, capture_output=True,
-                                  timeout=self.timeout, check=False)
+            code, output = run_bounded(argv, outgoing.body, env, self.timeout)
         except FileNotFoundError:
             return unusable(f"exec: command not found: {argv[0]}")
         except PermissionError:
             return unusable(f"exec: not executable: {argv[0]}")
-        except subprocess.TimeoutExpired:
-            return for_timeout(f"exec: {self.command}", self.timeout)
         except OSError as exc:
             return for_os_error(exc, f"exec: cannot run {argv[0]}")
-        return for_exit(done.returncode, _said(done.stdout if done.returncode == 0
-                                               else done.stderr or done.stdout))
+        if code is None:
+            return for_timeout(f"exec: {self.command}", self.timeout)
+        return for_exit(code, _said(output))
+
+
+OUTPUT_TAIL = 4096  # bytes of an exec: target's output kept (for the receipt or the error)
+DRAIN_WAIT = 2.0  # seconds to finish reading output after the command exited
+
+
+def run_bounded(argv: list[str], stdin: bytes, env: dict[str, str],
+                timeout: float) -> tuple[int | None, bytes]:
+    """Run `argv` in its own session, `stdin` fed to it; keep the last OUTPUT_TAIL bytes of
+    its stdout and stderr together. Returns its exit status, or None when it ran past
+    `timeout` and its whole session was killed; and the output's tail. Never waits much
+    past `timeout`, whatever the command leaves behind holding its pipes."""
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    tail = bytearray()
+    feeder = threading.Thread(target=_feed, args=(proc, stdin), daemon=True)
+    reader = threading.Thread(target=_keep_tail, args=(proc, tail), daemon=True)
+    feeder.start()
+    reader.start()
+    try:
+        code: int | None = proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        code = None
+        _kill_session(proc)
+    reader.join(DRAIN_WAIT)
+    return code, bytes(tail[-OUTPUT_TAIL:])
+
+
+def _feed(proc: subprocess.Popen[bytes], data: bytes) -> None:
+    """Write stdin from a thread: a command that never reads it must not block us."""
+    assert proc.stdin is not None
+    try:
+        proc.stdin.write(data)
+        proc.stdin.close()
+    except OSError:  # it exited or closed stdin without reading all of it: its choice
+        pass
+
+
+def _keep_tail(proc: subprocess.Popen[bytes], tail: bytearray) -> None:
+    assert proc.stdout is not None
+    fd = proc.stdout.fileno()
+    while chunk := os.read(fd, 65536):
+        tail += chunk
+        del tail[:-OUTPUT_TAIL]
+    proc.stdout.close()
+
+
+def _kill_session(proc: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        proc.kill()
+    proc.wait()
 
 
 def _said(output: bytes) -> str:
