@@ -20,7 +20,8 @@ PLACES = Places(root="/srv/project", allow=("/var/reports",))
     "file:result.md", "file:out/result.json", "file:./out/r.md", "file:///srv/project/r.md",
     "file:/srv/project/deep/r.md", "file:/var/reports/r.md", "file:///var/reports/a/b.md",
     "http://127.0.0.1:8080/hook", "https://hooks.example/x?run=1", "http://[::1]:9/h",
-    "https://hooks.example", "exec:notify-send done", "exec:'/opt/my tools/send' --all",
+    "https://hooks.example", "http://a:1", "https://my_host.internal-1/x#frag",
+    "exec:notify-send done", "exec:'/opt/my tools/send' --all",
     "none:",
 ])
 def test_accepted_forms(uri: str) -> None:
@@ -51,6 +52,8 @@ def test_accepted_forms(uri: str) -> None:
     ("http://127.0.0.1:abc/", "names no host, or a bad one"),
     ("http://127.0.0.1:/", "names no host, or a bad one"),
     ("http://:80/", "names no host, or a bad one"),
+    ("http://./", "names no host, or a bad one"),
+    ("https://-x-/", "names no host, or a bad one"),
     ("http://h\u00e9:80/", "names no host, or a bad one"),
     ("http://127.0.0.1:0/", "port 0 is not a port"),
     ("http://127.0.0.1:99999/", "port 99999 is not a port"),

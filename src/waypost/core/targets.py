@@ -33,8 +33,8 @@ FORMS = "file:PATH, http(s)://HOST[:PORT]/…, exec:COMMAND or none:"
 NOT_YET = ("slack:", "slack-webhook:", "github:", "github-status:", "mailto:")
 STORE_DIR = ".waypost"  # the store's own folder: never a delivery target
 # HOST[:PORT] of an http(s) URL: a name or an IPv4 address, or [IPv6]; no nested repeats
-_AUTHORITY = re.compile(r"(?:\[[0-9A-Fa-f:.]{2,45}\]|[A-Za-z0-9._~%-]{1,253})"
-                        r"(?::(?P<port>[0-9]{1,5}))?")
+_AUTHORITY = re.compile(r"(?:\[[0-9A-Fa-f:.]{2,45}\]|[A-Za-z0-9](?:[A-Za-z0-9._~%-]{0,251}"
+                        r"[A-Za-z0-9])?)(?::(?P<port>[0-9]{1,5}))?")
 
 
 class Places(msgspec.Struct, frozen=True, kw_only=True):
@@ -55,8 +55,8 @@ def inside(path: str, folder: str) -> bool:
 
 
 def check_uri(uri: str, places: Places, *, field: str = "target") -> None:
-    """Refuse `uri` (InvalidInput naming `field`, e.g. "--target") unless it is one of the
-    accepted forms, well-formed; a `file:` path must stay within `places`."""
+    """Refuse `uri` (InvalidInput naming `field`: "target" or "notify") unless it is one of
+    the accepted forms, well-formed; a `file:` path must stay within `places`."""
     if len(uri) > MAX_URI:
         _refuse(field, uri[:60] + "…", f"it is longer than {MAX_URI} characters")
     if any(ord(c) < 32 or ord(c) == 127 for c in uri):
