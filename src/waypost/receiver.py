@@ -31,14 +31,23 @@ from waypost.errors import InvalidInput, Refused
 
 DEFAULT_TOLERANCE = 300.0  # seconds a webhook-timestamp may differ from our clock
 DEFAULT_RETENTION = 7 * 86400.0  # seconds an applied id is remembered (> the retry horizon)
+DEFAULT_MAX_BODY = 16 * 1024 * 1024  # bytes; a larger body is refused (413), not parsed
+MAX_HEADER = {"webhook-id": 256, "webhook-timestamp": 20, "webhook-signature": 4096}
 
-__all__ = ["DEFAULT_RETENTION", "DEFAULT_TOLERANCE", "Message", "Receiver", "WebhookRejected"]
+__all__ = ["DEFAULT_MAX_BODY", "DEFAULT_RETENTION", "DEFAULT_TOLERANCE", "Message", "Receiver",
+           "WebhookRejected", "WebhookTooLarge"]
 
 
 class WebhookRejected(Refused):
     """The webhook is not authentic or not fresh; it was not applied."""
 
     code = "webhook_rejected"
+
+
+class WebhookTooLarge(InvalidInput):
+    """The webhook body is larger than the receiver takes; it was not applied."""
+
+    code = "webhook_too_large"
 
 
 class Message(msgspec.Struct, frozen=True, kw_only=True):
@@ -59,9 +68,11 @@ class Receiver:
 
     def __init__(self, secret: str, path: str | Path, *,
                  tolerance: float = DEFAULT_TOLERANCE, retention: float = DEFAULT_RETENTION,
+                 max_body: int = DEFAULT_MAX_BODY,
                  clock: Callable[[], float] = time.time) -> None:
         self.key = signing.secret_key(secret)
         self.tolerance = tolerance
+        self.max_body = max_body
         self.retention = retention
         self.clock = clock
         self._lock = threading.RLock()
@@ -75,12 +86,12 @@ class Receiver:
                         " ON waypost_received (received_at)")
 
     def verify(self, body: bytes, headers: Mapping[str, str]) -> Message:
-        """The message, if its signature and timestamp check out; else WebhookRejected."""
-        lower = {k.lower(): v for k, v in headers.items()}
-        msg_id, stamp, signature = (lower.get(h, "").strip() for h in
-                                    ("webhook-id", "webhook-timestamp", "webhook-signature"))
-        if not (msg_id and stamp and signature):
-            raise WebhookRejected("missing webhook-id, webhook-timestamp or webhook-signature")
+        """The message, if its signature and timestamp check out; else WebhookRejected
+        (or WebhookTooLarge, InvalidInput for a body that is not a JSON object)."""
+        if len(body) > self.max_body:
+            raise WebhookTooLarge(f"the webhook body is {len(body)} bytes; this receiver "
+                                  f"takes at most {self.max_body}")
+        msg_id, stamp, signature = _headers(headers)
         if not stamp.isdigit():
             raise WebhookRejected(f"webhook-timestamp {stamp!r} is not unix seconds")
         skew = abs(self.clock() - int(stamp))
@@ -121,6 +132,8 @@ class Receiver:
             applied = self.receive(body, headers, apply)
         except WebhookRejected as exc:
             return 401, exc.message
+        except WebhookTooLarge as exc:
+            return 413, exc.message
         except InvalidInput as exc:
             return 400, exc.message
         except Exception as exc:  # the sender will retry with the same webhook-id
@@ -146,3 +159,21 @@ class Receiver:
                 self.db.execute("ROLLBACK")
                 raise
             self.db.execute("COMMIT")
+
+
+def _headers(headers: Mapping[str, str]) -> tuple[str, str, str]:
+    """webhook-id, webhook-timestamp and webhook-signature: present, printable ASCII (as
+    Standard Webhooks writes them) and short, else WebhookRejected, never a crash."""
+    lower = {str(k).lower(): v for k, v in headers.items()}
+    values = []
+    for name, limit in MAX_HEADER.items():
+        value = lower.get(name, "")
+        if not isinstance(value, str) or not value.strip():
+            raise WebhookRejected("missing webhook-id, webhook-timestamp or webhook-signature")
+        if len(value) > limit:
+            raise WebhookRejected(f"{name} is longer than {limit} characters")
+        if not (value.isascii() and value.isprintable()):
+            raise WebhookRejected(f"{name} is not printable ASCII")
+        values.append(value.strip())
+    msg_id, stamp, signature = values
+    return msg_id, stamp, signature

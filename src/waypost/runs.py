@@ -95,11 +95,12 @@ def start(
 ) -> tuple[Run, bool]:
     """Record a new run's packet before work begins; returns (run, created)."""
     config = config or Config()
-    now = clock()
     _check_start(store, title, actor=actor, owner=owner, worker=worker,
                  idempotency_key=idempotency_key, target=target, notify=notify, gates=gates,
                  numbers={"expect": expect, "heartbeat_interval": heartbeat_interval,
                           "max_silence": max_silence, "review_within": review_within})
+    _check_targets(store, config, target=target, notify=notify)
+    now = clock()
     fingerprint = _fingerprint(title, owner, target, notify, kind, expect, deadline,
                                heartbeat_interval, max_silence, review_within, gates, worker)
     resolved_kind = classify(kind, expect, config.long_running_after)
@@ -152,6 +153,18 @@ def checked_text(store: Store, value: str, field: str, *, required: bool = True)
 
 def _store_limit(store: Store, field: str) -> int | None:
     return None  # the store-level override arrives with the store's settings table
+
+
+def _check_targets(store: Store, config: Config, *, target: str | None,
+                   notify: str | None) -> None:
+    """Refuse a malformed target or notify URI before the run exists (InvalidInput)."""
+    from waypost.core.targets import check_uri  # here: the hot verbs never start a run
+    from waypost.delivery.settings import places_at_start
+
+    places = places_at_start(getattr(store, "path", None), config.path)
+    for field, uri in (("target", target), ("notify", notify)):
+        if uri is not None:
+            check_uri(uri, places, field=field)
 
 
 def with_default_gates(gates: Sequence[Gate], config: Config) -> tuple[Gate, ...]:

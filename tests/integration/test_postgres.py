@@ -286,14 +286,22 @@ def test_the_cli_works_on_postgres(pg_url: str) -> None:
     assert '"not_found"' in err
 
 
-def test_the_demo_runs_unchanged_on_postgres(pg_url: str, tmp_path: Path) -> None:
+def test_the_demo_runs_on_postgres_only_when_told(pg_url: str, tmp_path: Path) -> None:
+    """WAYPOST_URL alone leaves the PostgreSQL store alone; an explicit --store runs the
+    whole story (its watchdog, relay and workers too) on it."""
     env = {**os.environ, "WAYPOST_URL": pg_url}
-    proc = subprocess.run([sys.executable, "-m", "waypost", "demo", "--dir", str(tmp_path)],
-                          capture_output=True, text=True, env=env, check=False, timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    assert "ok: 1 run(s) verified" in proc.stdout
+    alone = subprocess.run([sys.executable, "-m", "waypost", "demo", "--dir",
+                            str(tmp_path / "own")], capture_output=True, text=True, env=env,
+                           check=False, timeout=120)
+    assert alone.returncode == 0, alone.stderr
+    with _open(pg_url) as store:
+        assert store.run_ids() == []
+    told = subprocess.run([sys.executable, "-m", "waypost", "demo", "--store", pg_url,
+                           "--dir", str(tmp_path / "pg")], capture_output=True, text=True,
+                          env=env, check=False, timeout=120)
+    assert told.returncode == 0, told.stderr
+    assert "ok: 1 run(s) verified" in told.stdout
     with _open(pg_url) as store:
         (run_id,) = store.run_ids()
         assert store.get(run_id).state is State.DELIVERED
-    assert (tmp_path / "result.md").is_file()
-    assert not (tmp_path / ".waypost").exists()  # the demo used the PostgreSQL store
+    assert not (tmp_path / "pg" / ".waypost").exists()  # the demo used the PostgreSQL store

@@ -162,3 +162,36 @@ def test_ids_are_forgotten_only_after_the_retention(
 def test_a_malformed_secret_is_refused_up_front(tmp_path: Path) -> None:
     with pytest.raises(InvalidInput, match="not a whsec_ secret"):
         Receiver("whsec_!!!", tmp_path / "r.db")
+
+
+@pytest.mark.parametrize(("change", "reason"), [
+    ({"Webhook-Timestamp": "\u00b2"}, "not printable ASCII"),
+    ({"Webhook-Timestamp": "\u0661\u0667\u0660\u0660"}, "not printable ASCII"),
+    ({"Webhook-Timestamp": "1700000000\u00e9"}, "not printable ASCII"),
+    ({"Webhook-Timestamp": "9" * 5000}, "longer than 20 characters"),
+    ({"Webhook-Id": "wp_1.final\u00e9"}, "not printable ASCII"),
+    ({"Webhook-Id": "wp_\ud800"}, "not printable ASCII"),
+    ({"Webhook-Id": "x" * 100_000}, "longer than 256 characters"),
+    ({"Webhook-Signature": "v1,\u00e9\u00e9"}, "not printable ASCII"),
+    ({"Webhook-Signature": "v1,AAAA " * 10_000}, "longer than 4096 characters"),
+    ({"Webhook-Id": "wp_1\nfinal"}, "not printable ASCII"),
+    ({"Webhook-Signature": "   "}, "missing"),
+])
+def test_every_bad_header_is_a_401_never_a_500(
+        receiver: Receiver, secret: str, clock: Clock, change: dict[str, str],
+        reason: str) -> None:
+    headers = {**signed(secret, clock.now), **change}
+    status, text = receiver.handle(BODY, headers, lambda m: None)
+    assert (status, reason in text) == (401, True), text
+    assert not receiver.seen("wp_1.final")
+
+
+def test_a_body_over_the_limit_is_a_413_and_not_applied(
+        tmp_path: Path, secret: str, clock: Clock) -> None:
+    small = Receiver(secret, tmp_path / "r.db", clock=clock, max_body=1024)
+    body = json.dumps({"type": "final", "pad": "x" * 2000}).encode()
+    applied: list[Message] = []
+    status, text = small.handle(body, signed(secret, clock.now, body=body), applied.append)
+    assert (status, applied) == (413, [])
+    assert "at most 1024" in text
+    small.close()

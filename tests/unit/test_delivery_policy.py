@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
+from waypost.core.targets import Places
 from waypost.delivery.policy import (
     Attempt,
     Outcome,
@@ -16,7 +18,13 @@ from waypost.delivery.policy import (
     retry,
     sent,
 )
-from waypost.delivery.settings import SECRET_ENV, DeliverySettings, load_settings
+from waypost.delivery.settings import (
+    SECRET_ENV,
+    DeliverySettings,
+    delivery_root,
+    load_settings,
+    places_at_start,
+)
 from waypost.delivery.webhook import retry_after
 from waypost.errors import InvalidInput
 
@@ -25,8 +33,9 @@ NOW = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 
 @pytest.mark.parametrize(("status", "outcome"), [
     (200, Outcome.SENT), (204, Outcome.SENT), (299, Outcome.SENT),
-    (301, Outcome.RETRY), (408, Outcome.RETRY), (429, Outcome.RETRY),
-    (500, Outcome.RETRY), (502, Outcome.RETRY), (503, Outcome.RETRY),
+    (302, Outcome.RETRY), (307, Outcome.RETRY), (408, Outcome.RETRY), (425, Outcome.RETRY),
+    (429, Outcome.RETRY), (500, Outcome.RETRY), (502, Outcome.RETRY), (503, Outcome.RETRY),
+    (301, Outcome.GIVE_UP), (308, Outcome.GIVE_UP),
     (400, Outcome.GIVE_UP), (401, Outcome.GIVE_UP), (404, Outcome.GIVE_UP),
     (410, Outcome.GIVE_UP), (422, Outcome.GIVE_UP),
 ])
@@ -84,3 +93,26 @@ def test_settings_refuse_unknown_keys_and_zero_waits(tmp_path: Path) -> None:
     with pytest.raises(InvalidInput, match="backoff base must be more than 0"):
         DeliverySettings(backoff_base=0)
     assert DeliverySettings(timeout=10).lease > 10 * 2
+
+
+def test_allow_paths_are_absolute_from_the_config_folder(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", "/home/someone")
+    (tmp_path / "waypost.toml").write_text(
+        '[delivery]\nallow_paths = ["/srv/reports/", "~/out", "../shared"]\n')
+    assert load_settings(tmp_path).allow_paths == (
+        "/srv/reports", "/home/someone/out", str(tmp_path.parent / "shared"))
+    assert places_at_start(None, str(tmp_path / "waypost.toml")) == Places(
+        root=str(tmp_path), allow=load_settings(tmp_path).allow_paths)
+    (tmp_path / "waypost.toml").write_text('[delivery]\nallow_paths = "/srv"\n')
+    with pytest.raises(InvalidInput, match="allow_paths must be a list of folders"):
+        load_settings(tmp_path)
+
+
+def test_the_delivery_root_is_beside_dot_waypost_else_the_config_folder(
+        tmp_path: Path) -> None:
+    store = str(tmp_path / ".waypost" / "waypost.db")
+    config = str(tmp_path / "cfg" / "waypost.toml")
+    assert delivery_root(store, config) == str(tmp_path)
+    assert delivery_root(str(tmp_path / "elsewhere.db"), config) == str(tmp_path / "cfg")
+    assert delivery_root(None, None) == os.getcwd()

@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 import threading
-from pathlib import Path
 
 import click
 
 from waypost.cli.context import Ctx, duration, stopped_by_signals, verb
 from waypost.delivery.relay import Relay
-from waypost.delivery.settings import DeliverySettings, load_settings
+from waypost.delivery.settings import DeliverySettings, delivery_root, load_settings
 from waypost.delivery.signing import secret_key
 from waypost.display import one_line
 from waypost.durations import format_duration, parse_duration
 from waypost.model import Delivery, DeliveryStatus
-from waypost.store import STORE_DIR
 
 
 @click.command()
@@ -32,8 +30,10 @@ from waypost.store import STORE_DIR
               help="Daemon: look for newly queued deliveries this often.")
 @click.option("--relay-id", metavar="ID", help="This relay's name, after relay: "
               "[default: relay:HOST:PID:XXXX].")
-@click.option("--dir", "files_root", type=click.Path(file_okay=False), help="Relative file: "
-              "targets are relative to this [default: the folder holding .waypost/, else here].")
+@click.option("--dir", "files_root", type=click.Path(file_okay=False), help="The delivery "
+              "root: relative file: targets are relative to this, and no file: target writes "
+              "outside it (or [delivery] allow_paths) [default: the folder holding .waypost/, "
+              "else the folder holding waypost.toml, else here].")
 @verb
 def deliver(ctx: Ctx, once: bool, backoff_base: str | None, max_delay: str | None,
             horizon: str | None, timeout: str | None, interval: str,
@@ -72,13 +72,10 @@ def deliver(ctx: Ctx, once: bool, backoff_base: str | None, max_delay: str | Non
     ctx.emit({"relay": relay.id, "stopped": True}, f"{relay.id}: stopped")
 
 
-def _project_root(ctx: Ctx) -> str | None:
-    """The folder holding `.waypost/` for an embedded store: where `waypost start` recorded
-    relative file: targets from, most likely."""
-    path = getattr(ctx.store, "path", None)
-    if isinstance(path, str) and Path(path).parent.name == STORE_DIR:
-        return str(Path(path).parent.parent)
-    return None
+def _project_root(ctx: Ctx) -> str:
+    """Where `waypost start` decided relative file: targets from: the folder holding
+    `.waypost/` for an embedded store, else the folder holding waypost.toml, else here."""
+    return delivery_root(getattr(ctx.store, "path", None), ctx.config.path)
 
 
 def _check_secret(ctx: Ctx, settings: DeliverySettings, *, warn: bool) -> None:

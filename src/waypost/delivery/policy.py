@@ -1,8 +1,32 @@
-"""What an attempt came to, and when to try again: pure, so tests need no clock or network."""
+"""What an attempt came to, and when to try again: pure, so tests need no clock or network.
+
+The one classifier of delivery errors. Every target reports its failures through the
+`for_…` functions below, so one table decides what is retried:
+
+    permanent (the run is blocked at once, `delivery_failed`, naming the cause)
+        HTTP 4xx except 408, 425, 429; 301 and 308 (moved for good: record the new URL)
+        a target URI that is malformed or names an unsupported scheme
+        a file: path outside the delivery root or the allow-list (symlinks resolved),
+            or one the relay may not write: EACCES, EPERM, EROFS, ENOTDIR, EISDIR, EEXIST,
+            ELOOP, ENAMETOOLONG, EINVAL
+        exec: command not found (or exit 127), not executable (or exit 126), ENOEXEC,
+            E2BIG; exit 64 (usage), 65 (data error), 77 (no permission), 78 (config error):
+            the sysexits a retry cannot fix, for a sender that wants to say "stop"
+    transient (backed off, retried until the horizon; then blocked, saying so)
+        HTTP 5xx, 408, 425, 429, other 3xx, anything else unexpected
+        timeouts, connection and TLS errors, a relay without its webhook secret
+        ENOSPC, EDQUOT, EIO, EAGAIN, EBUSY, and any other OS error
+        exec: every other non-zero exit (75, EX_TEMPFAIL, included), death by a signal
+        a target's own bug (an exception the relay did not expect)
+
+A transient error that lasts is still bounded by the horizon; a permanent one is not
+retried, because the same request would be refused the same way for three days.
+"""
 
 from __future__ import annotations
 
 import enum
+import errno
 import random
 from collections.abc import Callable
 from datetime import datetime, timedelta
@@ -39,16 +63,60 @@ def give_up(detail: str) -> Attempt:
 
 
 def for_status(status: int, reason: str, retry_after: float | None = None) -> Attempt:
-    """Standard Webhooks status handling: 2xx sent; 408/429, 3xx and 5xx retried; 410 Gone
-    and every other 4xx fail for good (the receiver said no; asking again will not help)."""
+    """An HTTP answer: 2xx sent; 408, 425, 429, 5xx and other 3xx retried; 301, 308 and
+    every other 4xx (410 Gone among them) permanent: the receiver said no."""
     said = f"HTTP {status} {reason}".rstrip()
     if 200 <= status < 300:
         return sent(said)
     if status == 410:
         return give_up(f"{said}: the receiver asked not to be sent this again")
-    if 400 <= status < 500 and status not in (408, 429):
+    if status in (301, 308):
+        return give_up(f"{said}: the receiver moved for good; record its new URL as the "
+                       "target")
+    if 400 <= status < 500 and status not in (408, 425, 429):
         return give_up(said)
     return retry(said, retry_after)
+
+
+PERMANENT_ERRNOS = frozenset({
+    errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOTDIR, errno.EISDIR, errno.EEXIST,
+    errno.ELOOP, errno.ENAMETOOLONG, errno.EINVAL, errno.ENOEXEC, errno.E2BIG,
+})
+PERMANENT_EXITS = {126: "not executable", 127: "command not found", 64: "usage error",
+                   65: "data error", 77: "permission denied", 78: "configuration error"}
+
+
+def for_os_error(exc: OSError, what: str) -> Attempt:
+    """A failed write or spawn: `what` was being done (e.g. "cannot write /x/result.md")."""
+    said = f"{what}: {exc.strerror or exc}"
+    if exc.errno in PERMANENT_ERRNOS:
+        return give_up(said)
+    return retry(said)
+
+
+def for_exit(code: int, said: str) -> Attempt:
+    """An exec: target's exit status (negative: killed by that signal)."""
+    if code == 0:
+        return sent(f"exec: exit 0{said}")
+    if code in PERMANENT_EXITS:
+        return give_up(f"exec: exit {code} ({PERMANENT_EXITS[code]}){said}")
+    if code < 0:
+        return retry(f"exec: killed by signal {-code}{said}")
+    return retry(f"exec: exit {code}{said}")
+
+
+def for_timeout(what: str, seconds: float) -> Attempt:
+    return retry(f"{what} did not finish within {seconds:g}s")
+
+
+def unusable(detail: str) -> Attempt:
+    """A target that can never be sent to as recorded (malformed, unsupported, outside)."""
+    return give_up(detail)
+
+
+def unexpected(exc: Exception) -> Attempt:
+    """A target's own bug: retried (a fixed relay may deliver), and shown as it is."""
+    return retry(f"{type(exc).__name__}: {exc}")
 
 
 def backoff(attempts: int, *, base: float, cap: float,

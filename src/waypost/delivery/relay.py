@@ -16,13 +16,15 @@ import threading
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 
+import msgspec
+
 from waypost.core.authority import RELAY_PREFIX
 from waypost.core.history import prepare
 from waypost.core.machine import next_blocker_id
 from waypost.core.writes import RunWrite
 from waypost.delivery import document, policy
 from waypost.delivery.base import Outgoing, Resolver
-from waypost.delivery.settings import DeliverySettings
+from waypost.delivery.settings import DeliverySettings, delivery_root
 from waypost.delivery.targets import resolve
 from waypost.durations import Clock, utcnow
 from waypost.errors import Refused, StaleLease
@@ -53,7 +55,7 @@ class Relay:
                  deny: Sequence[str] = (), allow: Sequence[str] = (),
                  report: Callable[[Delivery], None] | None = None) -> None:
         self.store = store
-        self.settings = settings or DeliverySettings()
+        self.settings = with_root(settings or DeliverySettings(), store)
         self.id = relay_name(relay_id)
         self.clock = clock
         self.rand = rand
@@ -143,7 +145,7 @@ class Relay:
             result = self.targets(delivery.target, self.settings).send(outgoing,
                                                                       at=self.clock())
         except Exception as exc:  # a target's own bug must not stop the relay
-            result = policy.retry(f"{type(exc).__name__}: {exc}")
+            result = policy.unexpected(exc)
         return self.record(delivery, result)
 
     def _event(self, delivery: Delivery) -> Event | None:
@@ -164,6 +166,8 @@ class Relay:
         error = result.detail
         if result.outcome is policy.Outcome.RETRY:
             error = policy.exhausted(error, delivery.attempts, s.horizon)
+        else:
+            error = f"{error} (permanent: retrying would not help, so it was not retried)"
         return self._settle(delivery, error=error)
 
     def _settle(self, delivery: Delivery, *, receipt: str | None = None,
@@ -195,6 +199,15 @@ class Relay:
             return prepare(snap, [(data, None)], actor=self.id, at=at)
         except Refused:
             return None
+
+
+def with_root(settings: DeliverySettings, store: Store) -> DeliverySettings:
+    """`settings` with the delivery root filled in when none was given (`--dir`): the
+    folder holding the embedded store's `.waypost/`, else the current folder."""
+    if settings.files_root is not None:
+        return settings
+    root = delivery_root(getattr(store, "path", None), None)
+    return msgspec.structs.replace(settings, files_root=root)
 
 
 def failure_detail(delivery: Delivery, error: str) -> str:

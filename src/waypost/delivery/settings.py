@@ -6,6 +6,12 @@
     horizon = "3d"           # past this since the delivery was queued, it fails for good
     timeout = "30s"          # one send (HTTP request or exec command) is cut off after this
     webhook_secret = "whsec_…"   # WAYPOST_WEBHOOK_SECRET wins when both are set
+    allow_paths = ["/srv/reports", "~/reports"]   # file: targets may also write here
+
+`file:` targets write under the delivery root: `waypost deliver --dir`, else the folder
+holding `.waypost/` (an embedded store), else the folder holding waypost.toml, else the
+current folder; and under the folders `allow_paths` names (`~` and paths relative to
+waypost.toml's folder are expanded when the file is read). Nowhere else.
 """
 
 from __future__ import annotations
@@ -16,11 +22,13 @@ from typing import Any
 import msgspec
 
 from waypost.config import find_config, read_toml
+from waypost.core.targets import STORE_DIR, Places
 from waypost.durations import parse_duration
 from waypost.errors import InvalidInput
 
 SECRET_ENV = "WAYPOST_WEBHOOK_SECRET"
 _DURATIONS = ("backoff_base", "max_delay", "horizon", "timeout")
+_OTHERS = ("webhook_secret", "allow_paths")
 
 
 class DeliverySettings(msgspec.Struct, frozen=True, kw_only=True):
@@ -30,6 +38,7 @@ class DeliverySettings(msgspec.Struct, frozen=True, kw_only=True):
     timeout: float = 30.0  # one send is cut off after this
     webhook_secret: str | None = None  # whsec_… (Standard Webhooks), for http(s) targets
     files_root: str | None = None  # relative file: targets resolve here (None: the cwd)
+    allow_paths: tuple[str, ...] = ()  # absolute folders file: targets may write to as well
 
     def __post_init__(self) -> None:
         for name in ("backoff_base", "max_delay", "timeout"):
@@ -41,6 +50,29 @@ class DeliverySettings(msgspec.Struct, frozen=True, kw_only=True):
     def lease(self) -> float:
         """How long a claimed delivery is held: past one whole send, with room to record."""
         return self.timeout * 2 + 30.0
+
+    @property
+    def places(self) -> Places:
+        """Where file: targets may write (the root made absolute: the cwd when unset)."""
+        return Places(root=os.path.abspath(self.files_root or "."), allow=self.allow_paths)
+
+
+def delivery_root(store_path: str | None, config_path: str | None) -> str:
+    """Where relative file: targets start: the folder holding `.waypost/` for an embedded
+    store in one, else the folder holding waypost.toml, else the current folder."""
+    if store_path:
+        folder = os.path.dirname(os.path.abspath(store_path))
+        if os.path.basename(folder) == STORE_DIR:
+            return os.path.dirname(folder)
+    if config_path:
+        return os.path.dirname(os.path.abspath(config_path))
+    return os.path.abspath(".")
+
+
+def places_at_start(store_path: str | None, config_path: str | None) -> Places:
+    """Where a run being started may name a file: target (decided again at delivery)."""
+    allow = _allow_paths(read_toml(config_path), config_path) if config_path else ()
+    return Places(root=delivery_root(store_path, config_path), allow=allow)
 
 
 def load_settings(start: str | os.PathLike[str] | None = None,
@@ -59,11 +91,24 @@ def load_settings(start: str | os.PathLike[str] | None = None,
 
 def _table(path: str) -> dict[str, Any]:
     raw = read_toml(path).get("delivery", {})
-    unknown = set(raw) - {*_DURATIONS, "webhook_secret"}
+    unknown = set(raw) - {*_DURATIONS, *_OTHERS}
     if unknown:
         raise InvalidInput(f"{path}: unknown key(s) in [delivery]: {', '.join(sorted(unknown))}",
-                           hint=f"known: {', '.join((*_DURATIONS, 'webhook_secret'))}")
+                           hint=f"known: {', '.join((*_DURATIONS, *_OTHERS))}")
     values: dict[str, Any] = {k: parse_duration(str(raw[k])) for k in _DURATIONS if k in raw}
     if "webhook_secret" in raw:
         values["webhook_secret"] = str(raw["webhook_secret"])
+    if "allow_paths" in raw:
+        values["allow_paths"] = _allow_paths({"delivery": raw}, path)
     return values
+
+
+def _allow_paths(toml: dict[str, Any], path: str) -> tuple[str, ...]:
+    """`[delivery] allow_paths`: absolute, normalised folders (`~` expanded, relative ones
+    from the folder holding waypost.toml)."""
+    raw = toml.get("delivery", {}).get("allow_paths", [])
+    if not isinstance(raw, list) or not all(isinstance(p, str) and p.strip() for p in raw):
+        raise InvalidInput(f"{path}: [delivery] allow_paths must be a list of folders",
+                           hint='e.g. allow_paths = ["/srv/reports"]')
+    here = os.path.dirname(os.path.abspath(path))
+    return tuple(os.path.normpath(os.path.join(here, os.path.expanduser(p))) for p in raw)

@@ -1,7 +1,11 @@
 """Where deliveries go, by the URI recorded at start: `file:`, `exec:`, `none:`, and
 `http(s):` (in webhook.py, so httpx is imported only when a webhook is really sent).
 
-Each is a `delivery.base.Target`: it sends one `Outgoing` and reports an `Attempt`.
+Each is a `delivery.base.Target`: it sends one `Outgoing` and reports an `Attempt`,
+classified by `delivery.policy` (permanent or transient). The URI's syntax is decided again
+here (`core.targets`: a run stored by an older release may hold anything), and a `file:`
+path once more after symlinks are resolved, so nothing is written outside the delivery
+root and the allow-list, whatever was planted after the run started.
 """
 
 from __future__ import annotations
@@ -9,43 +13,67 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import posixpath
 import shlex
+import signal
 import subprocess
 import tempfile
+import threading
 from datetime import datetime
 from pathlib import Path
 
+from waypost.core.targets import FORMS, STORE_DIR, Places, check_uri, file_destination, inside
 from waypost.delivery import document
 from waypost.delivery.base import Outgoing, Target
-from waypost.delivery.policy import Attempt, give_up, retry, sent
+from waypost.delivery.policy import (
+    Attempt,
+    for_exit,
+    for_os_error,
+    for_timeout,
+    sent,
+    unusable,
+)
 from waypost.delivery.settings import DeliverySettings
+from waypost.errors import InvalidInput
 from waypost.model import Purpose
 
 NOTHING_SENT = "target none: nothing was sent; nobody was told"
-SCHEMES = "file:PATH, https://…, http://…, exec:COMMAND or none:"
 
 
 def resolve(uri: str, settings: DeliverySettings) -> Target:
-    """The target a recorded URI names; an unknown scheme gives up with a clear error."""
+    """The target a recorded URI names; a malformed or unsupported one gives up, saying why."""
+    places = settings.places
+    try:
+        check_uri(uri, places)
+    except InvalidInput as exc:
+        return Unusable(f"cannot deliver: {exc.message}; a target is {FORMS}")
     if uri.startswith(("https://", "http://")):
         from waypost.delivery.webhook import WebhookTarget
 
         return WebhookTarget(uri, secret=settings.webhook_secret, timeout=settings.timeout)
     if uri.startswith("file:"):
-        return FileTarget(Path(settings.files_root or ".") / file_path(uri))
-    if uri.startswith("exec:") and uri[5:].strip():
+        return FileTarget(Path(file_destination(uri, places)), places)
+    if uri.startswith("exec:"):
         return ExecTarget(uri[5:].strip(), timeout=settings.timeout)
-    if uri.startswith("none:"):
-        return NoneTarget()
-    return Unusable(f"cannot deliver to {uri!r}: a target is {SCHEMES}")
+    return NoneTarget()
 
 
-def file_path(uri: str) -> Path:
-    """`file:PATH` or `file:///abs/path` (a relative path stays relative)."""
-    rest = uri.removeprefix("file:")
-    if rest.startswith("//"):
-        rest = rest[2:]
-    return Path(rest).expanduser()
+class Outside(Exception):
+    """A file: destination that resolves (through symlinks) out of its places."""
+
+
+def contained(path: Path, places: Places) -> Path:
+    """The real path `path` names (every symlink resolved), if that stays within `places`
+    and out of the store's folder; else `Outside`, saying where it leads."""
+    real = os.path.realpath(path)
+    root = os.path.realpath(places.root)
+    allowed = Places(root=root, allow=tuple(os.path.realpath(p) for p in places.allow))
+    if not allowed.holds(real):
+        raise Outside(f"{path} resolves to {real}, outside the delivery root {root} and "
+                      "every place [delivery] allow_paths names (symlinks resolved)")
+    if inside(real, posixpath.join(root, STORE_DIR)):
+        raise Outside(f"{path} resolves to {real}, inside the store's own {STORE_DIR}/")
+    return Path(real)
 
 
 class NoneTarget(Target):
@@ -58,47 +86,56 @@ class Unusable(Target):
         self.reason = reason
 
     def send(self, outgoing: Outgoing, *, at: datetime) -> Attempt:
-        return give_up(self.reason)
+        return unusable(self.reason)
 
 
 class FileTarget(Target):
     """The final result written atomically (a retry with identical content is a no-op);
-    notices appended as JSON lines, each key at most once."""
+    notices appended as JSON lines, each key at most once. Only within `places`."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, places: Places) -> None:
         self.path = path
+        self.places = places
 
     def send(self, outgoing: Outgoing, *, at: datetime) -> Attempt:
         try:
-            if outgoing.delivery.purpose is Purpose.NOTICE:
-                return self._append(outgoing)
-            return self._write(outgoing)
-        except OSError as exc:
-            return retry(f"cannot write {self.path}: {exc.strerror or exc}")
-
-    def _write(self, outgoing: Outgoing) -> Attempt:
-        doc = outgoing.document
-        content = (document.json_file(doc) if self.path.suffix.lower() == ".json"
-                   else document.markdown(doc).encode())
-        digest = hashlib.sha256(content).hexdigest()
-        said = f"{self.path.resolve()} ({len(content)} bytes, sha256 {digest[:16]})"
-        if self.path.is_file() and self.path.read_bytes() == content:
-            return sent(f"already written: {said}")
-        atomic_write(self.path, content)
-        return sent(f"wrote {said}")
-
-    def _append(self, outgoing: Outgoing) -> Attempt:
-        key = outgoing.delivery.key
-        if self.path.is_file() and _has_line_for(self.path, key):
-            return sent(f"already appended to {self.path.resolve()}")
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+            real = contained(self.path, self.places)
+        except Outside as exc:
+            return unusable(f"cannot write {self.path}: {exc}")
         try:
-            os.write(fd, outgoing.body + b"\n")
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        return sent(f"appended to {self.path.resolve()}")
+            if outgoing.delivery.purpose is Purpose.NOTICE:
+                return _append(real, outgoing)
+            return _write(real, outgoing)
+        except OSError as exc:
+            return for_os_error(exc, f"cannot write {self.path}")
+
+
+def _write(path: Path, outgoing: Outgoing) -> Attempt:
+    doc = outgoing.document
+    content = (document.json_file(doc) if path.suffix.lower() == ".json"
+               else document.markdown(doc).encode())
+    digest = hashlib.sha256(content).hexdigest()
+    said = f"{path} ({len(content)} bytes, sha256 {digest[:16]})"
+    if path.is_file() and path.stat().st_size == len(content) and \
+            path.read_bytes() == content:
+        return sent(f"already written: {said}")
+    atomic_write(path, content)
+    return sent(f"wrote {said}")
+
+
+def _append(path: Path, outgoing: Outgoing) -> Attempt:
+    key = outgoing.delivery.key
+    if path.is_file() and _has_line_for(path, key):
+        return sent(f"already appended to {path}")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # O_NOFOLLOW: a symlink swapped in after `contained` looked is refused, not followed
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o644)
+    try:
+        os.write(fd, outgoing.body + b"\n")
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    return sent(f"appended to {path}")
 
 
 def _has_line_for(path: Path, key: str) -> bool:
@@ -133,7 +170,8 @@ def atomic_write(path: Path, content: bytes) -> None:
 
 
 class ExecTarget(Target):
-    """The user's own sender: the document on stdin, the key in its environment."""
+    """The user's own sender: the document on stdin, the key in its environment. It runs in
+    a session of its own, killed whole at the timeout; only the tail of its output is kept."""
 
     def __init__(self, command: str, *, timeout: float) -> None:
         self.command = command
@@ -144,18 +182,71 @@ class ExecTarget(Target):
         env = {**os.environ, "WAYPOST_DELIVERY_ID": delivery.key,
                "WAYPOST_RUN_ID": delivery.run_id, "WAYPOST_DELIVERY_TYPE": delivery.purpose,
                "WAYPOST_DELIVERY_TOPIC": delivery.topic}
+        argv = shlex.split(self.command)
         try:
-            done = subprocess.run(shlex.split(self.command), input=outgoing.body, env=env,
-                                  capture_output=True, timeout=self.timeout, check=False)
+            code, output = run_bounded(argv, outgoing.body, env, self.timeout)
         except FileNotFoundError:
-            return give_up(f"exec: command not found: {shlex.split(self.command)[0]}")
+            return unusable(f"exec: command not found: {argv[0]}")
         except PermissionError:
-            return give_up(f"exec: not executable: {shlex.split(self.command)[0]}")
-        except subprocess.TimeoutExpired:
-            return retry(f"exec: {self.command} did not finish within {self.timeout:g}s")
-        if done.returncode == 0:
-            return sent(f"exec: exit 0{_said(done.stdout)}")
-        return retry(f"exec: exit {done.returncode}{_said(done.stderr or done.stdout)}")
+            return unusable(f"exec: not executable: {argv[0]}")
+        except OSError as exc:
+            return for_os_error(exc, f"exec: cannot run {argv[0]}")
+        if code is None:
+            return for_timeout(f"exec: {self.command}", self.timeout)
+        return for_exit(code, _said(output))
+
+
+OUTPUT_TAIL = 4096  # bytes of an exec: target's output kept (for the receipt or the error)
+DRAIN_WAIT = 2.0  # seconds to finish reading output after the command exited
+
+
+def run_bounded(argv: list[str], stdin: bytes, env: dict[str, str],
+                timeout: float) -> tuple[int | None, bytes]:
+    """Run `argv` in its own session, `stdin` fed to it; keep the last OUTPUT_TAIL bytes of
+    its stdout and stderr together. Returns its exit status, or None when it ran past
+    `timeout` and its whole session was killed; and the output's tail. Never waits much
+    past `timeout`, whatever the command leaves behind holding its pipes."""
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    tail = bytearray()
+    feeder = threading.Thread(target=_feed, args=(proc, stdin), daemon=True)
+    reader = threading.Thread(target=_keep_tail, args=(proc, tail), daemon=True)
+    feeder.start()
+    reader.start()
+    try:
+        code: int | None = proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        code = None
+        _kill_session(proc)
+    reader.join(DRAIN_WAIT)
+    return code, bytes(tail[-OUTPUT_TAIL:])
+
+
+def _feed(proc: subprocess.Popen[bytes], data: bytes) -> None:
+    """Write stdin from a thread: a command that never reads it must not block us."""
+    assert proc.stdin is not None
+    try:
+        proc.stdin.write(data)
+        proc.stdin.close()
+    except OSError:  # it exited or closed stdin without reading all of it: its choice
+        pass
+
+
+def _keep_tail(proc: subprocess.Popen[bytes], tail: bytearray) -> None:
+    assert proc.stdout is not None
+    fd = proc.stdout.fileno()
+    while chunk := os.read(fd, 65536):
+        tail += chunk
+        del tail[:-OUTPUT_TAIL]
+    proc.stdout.close()
+
+
+def _kill_session(proc: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        proc.kill()
+    proc.wait()
 
 
 def _said(output: bytes) -> str:
