@@ -295,12 +295,14 @@ class Run:
                        cwd: str | None = None, timeout: float = 3600.0,
                        tail_bytes: int = 4096, echo: Callable[[bytes], None] | None = None,
                        gate: str | None = None,
-                       assurance: Assurance = Assurance.RECORDED) -> Packet:
+                       assurance: Assurance = Assurance.RECORDED,
+                       max_output: int | None = None) -> Packet:
         """Run the command and record what happened (exit code, time, output tail, log)."""
-        from waypost.evidence import command_result
+        from waypost.evidence import MAX_OUTPUT_BYTES, command_result
 
         found = command_result(argv, store=self.store, kind=kind, cwd=cwd, timeout=timeout,
-                               tail_bytes=tail_bytes, echo=echo)
+                               tail_bytes=tail_bytes, echo=echo,
+                               max_output=MAX_OUTPUT_BYTES if max_output is None else max_output)
         return self.record_result(found, assurance=assurance, gate=gate)
 
     def check(self, spec: str, *, config: Config | None = None,
