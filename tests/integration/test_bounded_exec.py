@@ -10,11 +10,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.bounded_support import GUARD, evidence, finishes, gone, started_run, waypost
 from waypost.errors import InvalidInput
 from waypost.store import open_store
-from waypost.system.process import run_bounded
+from waypost.system.process import Tail, run_bounded
 
 WRITE_3MB = "import sys; sys.stdout.buffer.write(b'x' * 3_000_000 + b'THE END')"
 
@@ -120,3 +122,26 @@ def test_a_command_that_cannot_start_is_exit_127(tmp_path: Path, run: str) -> No
                              "no-such-command-here"))
     assert (found["verdict"], found["exit_code"]) == ("failed", 127)
     assert "cannot run 'no-such-command-here'" in found["output_tail"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(chunks=st.lists(st.binary(max_size=64), max_size=40),
+       limit=st.integers(min_value=0, max_value=100))
+def test_the_tail_is_exactly_the_end(chunks: list[bytes], limit: int) -> None:
+    kept = Tail(limit)
+    for chunk in chunks:
+        kept.add(chunk)
+        assert len(kept.kept) <= 2 * limit + len(chunk)  # memory stays bounded
+    everything = b"".join(chunks)
+    assert kept.value() == (everything[-limit:] if limit else b"")
+    assert kept.total == len(everything)
+
+
+@settings(max_examples=10, deadline=None)
+@given(size=st.integers(min_value=0, max_value=2_000_000),
+       limit=st.integers(min_value=0, max_value=300_000))
+def test_a_command_keeps_exactly_the_end_of_its_output(size: int, limit: int) -> None:
+    data = b"".join(b"%d\n" % i for i in range(size // 4 + 1))[:size]
+    done = run_bounded(["cat"], timeout=GUARD, max_output=limit, stdin=data)
+    assert done.output == (data[-limit:] if limit else b"")
+    assert (done.total_bytes, done.truncated) == (len(data), len(data) > limit)

@@ -42,7 +42,7 @@ class Finished:
         return self.total_bytes > len(self.output)
 
 
-class _Tail:
+class Tail:
     """The last `limit` bytes written and the count of all of them (memory: about twice `limit`)."""
 
     def __init__(self, limit: int) -> None:
@@ -82,7 +82,7 @@ def run_bounded(argv: Sequence[str], *, timeout: float, max_output: int,
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     except ValueError as exc:  # a NUL byte in an argument or the environment
         raise InvalidInput(f"cannot run {argv[0]!r}: {exc}") from exc
-    kept = _Tail(max(0, max_output))
+    kept = Tail(max(0, max_output))
     try:
         timed_out = _pump(proc, stdin, kept, echo, began + timeout)
     finally:
@@ -92,7 +92,7 @@ def run_bounded(argv: Sequence[str], *, timeout: float, max_output: int,
                     total_bytes=kept.total, timed_out=timed_out)
 
 
-def _pump(proc: subprocess.Popen[bytes], data: bytes | None, kept: _Tail, echo: Echo | None,
+def _pump(proc: subprocess.Popen[bytes], data: bytes | None, kept: Tail, echo: Echo | None,
           deadline: float) -> bool:
     """Feed stdin and read the output until both are done and the command has exited, or
     the deadline passes (True). Output still flowing `DRAIN` s after the exit is not waited
@@ -125,7 +125,7 @@ def _register(selector: selectors.BaseSelector, stream: IO[bytes], events: int) 
     selector.register(stream, events)
 
 
-def _read(selector: selectors.BaseSelector, stream: IO[bytes], kept: _Tail,
+def _read(selector: selectors.BaseSelector, stream: IO[bytes], kept: Tail,
           echo: Echo | None) -> None:
     try:
         chunk = os.read(stream.fileno(), CHUNK)
