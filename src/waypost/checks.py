@@ -7,6 +7,11 @@
     http:URL [TEXT]        GET answers 2xx (and its body contains TEXT)
     command:CMD            CMD (split like a shell would, run without one) exits 0
 
+Every check is bounded: patterns are RE2 (linear time; no backreferences or lookaround);
+grep reads only regular files up to [limits] max_artifact_bytes and follows no links inside
+a folder; `http:` ends within HTTP_TIMEOUT, body included; `command:` runs under
+[limits] evidence_timeout and max_output_bytes (`waypost.system.process`).
+
 Each check returns a `CheckResult` (verdict + summary that says why); `Run.check` records it.
 """
 
