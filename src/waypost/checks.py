@@ -253,7 +253,7 @@ def _http(check: Check, ctx: Context) -> CheckResult:
     expect = expect.strip()
     began = time.monotonic()
     try:
-        with deadline_client(HTTP_TIMEOUT, follow_redirects=True) as client, \
+        with deadline_client(url, HTTP_TIMEOUT, follow_redirects=True) as client, \
                 client.stream("GET", url, headers={"User-Agent": "waypost-check"}) as response:
             status, body = response.status_code, _body(response, HTTP_READ_LIMIT)
     except httpx.TimeoutException:

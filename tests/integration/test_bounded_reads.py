@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -144,3 +146,38 @@ def test_a_webhook_ends_by_its_deadline() -> None:
         attempt = finishes(lambda: target.send(outgoing, at=now), within=GUARD)
     assert attempt.outcome is Outcome.RETRY
     assert "within 1.5s" in attempt.detail
+
+
+class _Proxy(BaseHTTPRequestHandler):
+    """A forward proxy that answers every request itself, saying what it was asked for."""
+
+    def do_GET(self) -> None:
+        body = f"via the proxy: {self.path}".encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: object) -> None:
+        """Quiet."""
+
+
+def test_the_http_check_goes_through_the_environments_proxy(
+        tmp_path: Path, run: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    proxy = ThreadingHTTPServer(("127.0.0.1", 0), _Proxy)
+    thread = threading.Thread(target=proxy.serve_forever, daemon=True)
+    thread.start()
+    for name in ("no_proxy", "NO_PROXY", "all_proxy", "ALL_PROXY", "HTTP_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("http_proxy", f"http://127.0.0.1:{proxy.server_address[1]}")
+    try:
+        with open_store(str(tmp_path / ".waypost" / "waypost.db")) as db:
+            ctx = checks.Context(store=db, packet=db.get(run), config=Config())
+            check = checks.parse_check("http:http://example.invalid/health via the proxy")
+            found = finishes(lambda: checks.run_check(check, ctx))
+    finally:
+        proxy.shutdown()
+        proxy.server_close()
+        thread.join()
+    assert found.verdict == "passed", found.summary
+    assert found.output_tail == "via the proxy: http://example.invalid/health"

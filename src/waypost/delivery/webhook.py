@@ -52,7 +52,7 @@ class WebhookTarget(Target):
         from waypost.system.web import deadline_client
 
         try:
-            with deadline_client(self.timeout, verify=_tls_context(),
+            with deadline_client(self.url, self.timeout, verify=_tls_context(),
                                  connect=min(self.timeout, 10.0)) as client, \
                     client.stream("POST", self.url, content=outgoing.body,
                                   headers=headers) as response:

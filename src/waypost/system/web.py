@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import ssl
 import time
+import urllib.parse
+import urllib.request
 from collections.abc import Iterable
 from typing import Any
 
@@ -15,14 +17,27 @@ import httpcore
 import httpx
 
 
-def deadline_client(timeout: float, *, verify: ssl.SSLContext | None = None,
+def deadline_client(url: str, timeout: float, *, verify: ssl.SSLContext | None = None,
                     follow_redirects: bool = False, connect: float | None = None) -> httpx.Client:
-    """A client whose every request ends within `timeout` seconds of its creation.
-    Proxies from the environment are not used: their connections would escape the deadline."""
+    """A client for requests to `url` that end within `timeout` seconds of its creation,
+    through the proxy the environment names for `url`, if any (HTTP_PROXY, HTTPS_PROXY,
+    ALL_PROXY, NO_PROXY)."""
     context = verify if verify is not None else httpx.create_ssl_context()
-    return httpx.Client(transport=_Transport(time.monotonic() + timeout, context),
+    transport = _Transport(time.monotonic() + timeout, context, proxy_for(url))
+    return httpx.Client(transport=transport, follow_redirects=follow_redirects,
                         timeout=httpx.Timeout(timeout, connect=connect or timeout),
-                        follow_redirects=follow_redirects, trust_env=False)
+                        trust_env=False)
+
+
+def proxy_for(url: str) -> str | None:
+    """The HTTP(S) proxy the environment names for `url` (None: connect directly)."""
+    parts = urllib.parse.urlsplit(url)
+    proxies = urllib.request.getproxies()
+    proxy = proxies.get(parts.scheme) or proxies.get("all")
+    if not proxy or urllib.request.proxy_bypass(parts.hostname or ""):
+        return None
+    proxy = proxy if "://" in proxy else f"http://{proxy}"
+    return proxy if proxy.startswith(("http://", "https://")) else None
 
 
 def _left(timeout: float | None, deadline: float, late: type[Exception]) -> float:
@@ -75,7 +90,15 @@ class _Backend(httpcore.NetworkBackend):
 class _Transport(httpx.HTTPTransport):
     """httpx's own transport over a pool whose connections carry the deadline."""
 
-    def __init__(self, deadline: float, context: ssl.SSLContext) -> None:
+    def __init__(self, deadline: float, context: ssl.SSLContext, proxy: str | None) -> None:
         super().__init__(verify=context, trust_env=False)
-        self._pool = httpcore.ConnectionPool(ssl_context=context,
-                                             network_backend=_Backend(deadline))
+        backend = _Backend(deadline)
+        if proxy is None:
+            self._pool = httpcore.ConnectionPool(ssl_context=context, network_backend=backend)
+            return
+        via = httpx.Proxy(proxy)
+        self._pool = httpcore.HTTPProxy(
+            proxy_url=httpcore.URL(scheme=via.url.raw_scheme, host=via.url.raw_host,
+                                   port=via.url.port, target=via.url.raw_path),
+            proxy_auth=via.raw_auth, proxy_headers=via.headers.raw, ssl_context=context,
+            network_backend=backend)
