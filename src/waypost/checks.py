@@ -7,19 +7,23 @@
     http:URL [TEXT]        GET answers 2xx (and its body contains TEXT)
     command:CMD            CMD (split like a shell would, run without one) exits 0
 
+Every check is bounded: patterns are RE2 (linear time; no backreferences or lookaround);
+grep reads only regular files up to [limits] max_artifact_bytes and follows no links inside
+a folder; `http:` ends within HTTP_TIMEOUT, body included; `command:` runs under
+[limits] evidence_timeout and max_output_bytes (`waypost.system.process`).
+
 Each check returns a `CheckResult` (verdict + summary that says why); `Run.check` records it.
 """
 
 from __future__ import annotations
 
 import enum
-import re
 import shlex
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final, Protocol, cast
 
 import msgspec
 
@@ -29,6 +33,9 @@ from waypost.evidence import CheckResult, command_summary, run_command, tail
 from waypost.model import EvidenceKind, Packet, Verdict
 from waypost.store.base import Store
 from waypost.substance import changed_on_disk, stored_bytes, substance_problem
+
+if TYPE_CHECKING:
+    import httpx
 
 
 class CheckKind(enum.StrEnum):
@@ -47,7 +54,7 @@ EVIDENCE_KIND: Final = {
 }
 USAGE: Final = ("artifact:NAME, grep:PATTERN:PATH, grep!:PATTERN:PATH, no-private[:NAMES], "
                 "http:URL [TEXT], command:CMD")
-HTTP_TIMEOUT: Final = 30.0
+HTTP_TIMEOUT: Final = 30.0  # the whole request, body included
 HTTP_READ_LIMIT: Final = 1024 * 1024
 
 
@@ -137,19 +144,40 @@ def hashes_result(ctx: Context) -> CheckResult | None:
 # --- grep ---------------------------------------------------------------------------------
 
 
-def _grep_parts(check: Check) -> tuple[re.Pattern[str], str]:
+class Pattern(Protocol):
+    """A compiled user pattern (RE2: matching takes time linear in the text, always)."""
+
+    pattern: str
+
+    def search(self, text: str) -> object | None: ...
+
+
+def compile_pattern(pattern: str) -> Pattern:
+    """A user's regex, compiled by RE2: Python's `re` backtracks, so `^(a+)+$` on a line of
+    40 characters could run for hours, and no thread can be interrupted to stop it."""
+    import re2
+
+    options = re2.Options()
+    options.log_errors = False  # the refusal below says it; RE2 would print to stderr too
+    try:
+        return cast(Pattern, re2.compile(pattern, options))
+    except re2.error as exc:
+        why = exc.args[0].decode("utf-8", "replace") if exc.args else "invalid"
+        raise InvalidInput(f"bad pattern {pattern!r}: {why}",
+                           hint="patterns use RE2 syntax (no backreferences or lookaround)"
+                           ) from exc
+
+
+def _grep_parts(check: Check) -> tuple[Pattern, str]:
     pattern, sep, where = check.arg.rpartition(":")
     if not sep or not pattern or not where:
         raise InvalidInput(f"bad check {check.spec!r}: write {check.kind}:PATTERN:PATH")
-    try:
-        return re.compile(pattern), where
-    except re.error as exc:
-        raise InvalidInput(f"bad pattern in {check.spec!r}: {exc}") from exc
+    return compile_pattern(pattern), where
 
 
 def _grep_sources(where: str, ctx: Context) -> Iterator[tuple[str, bytes]]:
     """An artifact of that name (its stored copy), else the file or directory on disk."""
-    from waypost.scanning import iter_files
+    from waypost.scanning import read_files
 
     artifact = ctx.packet.artifact(where)
     if artifact is not None and artifact.stored:
@@ -161,8 +189,8 @@ def _grep_sources(where: str, ctx: Context) -> Iterator[tuple[str, bytes]]:
     root = ctx.path(where)
     if not root.exists():
         raise NotFound(f"no artifact, file or directory named {where}")
-    for path in iter_files([str(root)]):
-        yield str(path.relative_to(ctx.cwd) if ctx.cwd else path), path.read_bytes()
+    for path, data in read_files([str(root)], limit=ctx.config.max_artifact_bytes):
+        yield str(path.relative_to(ctx.cwd) if ctx.cwd else path), data
 
 
 def _grep(check: Check, ctx: Context) -> CheckResult:
@@ -171,7 +199,7 @@ def _grep(check: Check, ctx: Context) -> CheckResult:
         hits = [f"{source}:{number}" for source, data in _grep_sources(where, ctx)
                 for number, line in enumerate(data.decode("utf-8", "replace").splitlines(), 1)
                 if regex.search(line)]
-    except NotFound as exc:
+    except (NotFound, InvalidInput) as exc:  # missing, not a regular file, too large
         return check_result(check, False, exc.message)
     shown = ", ".join(hits[:5]) + (f" and {len(hits) - 5} more" if len(hits) > 5 else "")
     if check.kind is CheckKind.GREP:
@@ -217,23 +245,23 @@ def _no_private(check: Check, ctx: Context) -> CheckResult:
 
 
 def _http(check: Check, ctx: Context) -> CheckResult:
-    import urllib.error
-    import urllib.request
+    import httpx
+
+    from waypost.system.web import deadline_client
 
     url, _, expect = check.arg.partition(" ")
     expect = expect.strip()
-    request = urllib.request.Request(url, headers={"User-Agent": "waypost-check"})
     began = time.monotonic()
     try:
-        with urllib.request.urlopen(request, timeout=HTTP_TIMEOUT) as response:
-            status, body = int(response.status), response.read(HTTP_READ_LIMIT)
-    except urllib.error.HTTPError as exc:
-        with exc:
-            status, body = exc.code, exc.read(HTTP_READ_LIMIT)
-    except (urllib.error.URLError, OSError) as exc:
-        reason = getattr(exc, "reason", None) or exc
-        return check_result(check, False, f"GET {url} failed: {reason}",
-                       duration_s=round(time.monotonic() - began, 3))
+        with deadline_client(url, HTTP_TIMEOUT, follow_redirects=True) as client, \
+                client.stream("GET", url, headers={"User-Agent": "waypost-check"}) as response:
+            status, body = response.status_code, _body(response, HTTP_READ_LIMIT)
+    except httpx.TimeoutException:
+        return check_result(check, False, f"GET {url} failed: no complete answer within "
+                            f"{HTTP_TIMEOUT:g}s", duration_s=round(time.monotonic() - began, 3))
+    except (httpx.HTTPError, httpx.InvalidURL) as exc:
+        return check_result(check, False, f"GET {url} failed: {exc or type(exc).__name__}",
+                            duration_s=round(time.monotonic() - began, 3))
     elapsed = round(time.monotonic() - began, 3)
     seen = expect in body.decode("utf-8", "replace") if expect else True
     summary = f"GET {url} → {status} in {elapsed:.2f}s"
@@ -244,6 +272,16 @@ def _http(check: Check, ctx: Context) -> CheckResult:
                    log_sha256=ctx.store.put_blob(body))
 
 
+def _body(response: httpx.Response, limit: int) -> bytes:
+    """The first `limit` bytes of the body (the rest is not read)."""
+    data = bytearray()
+    for chunk in response.iter_bytes():
+        data += chunk[: limit - len(data)]
+        if len(data) >= limit:
+            break
+    return bytes(data)
+
+
 # --- command --------------------------------------------------------------------------------
 
 
@@ -252,7 +290,8 @@ def _command(check: Check, ctx: Context) -> CheckResult:
         argv = shlex.split(check.arg)
     except ValueError as exc:
         return check_result(check, False, f"cannot parse the command {check.arg!r}: {exc}")
-    ran = run_command(argv, cwd=ctx.cwd, timeout=ctx.config.evidence_timeout)
+    ran = run_command(argv, cwd=ctx.cwd, timeout=ctx.config.evidence_timeout,
+                      max_output=ctx.config.max_output_bytes)
     summary = command_summary(check.arg, ran, ctx.config.evidence_timeout)
     return check_result(check, ran.exit_code == 0, summary, command=check.arg, cwd=ctx.cwd,
                         exit_code=ran.exit_code, duration_s=round(ran.duration_s, 3),

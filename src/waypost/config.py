@@ -20,6 +20,7 @@ class Config(msgspec.Struct, frozen=True, kw_only=True):
     max_artifact_bytes: int = 64 * 1024 * 1024  # larger files are refused by `artifact add`
     output_tail_bytes: int = 4096  # how much command output the packet keeps inline
     evidence_timeout: float = 3600.0  # `evidence run` kills the command after this
+    max_output_bytes: int = 4 * 1024 * 1024  # a command's output kept (its end); the rest counted
     min_artifact_bytes: int = 16  # a smaller artifact is not substantive (`artifact:`, `ready`)
     min_artifact_words: int = 3  # a text artifact with fewer words is not substantive
     gates: tuple[tuple[str, str], ...] = ()  # [gates] NAME = "CHECK": every run's default gates
@@ -81,7 +82,7 @@ def _from_table(raw: dict[str, Any], where: str) -> Config:
     limits = raw.get("limits", {})
     known = {"runs": {"long_running_after"},
              "limits": {"max_artifact_bytes", "output_tail_bytes", "evidence_timeout",
-                        "min_artifact_bytes", "min_artifact_words"},
+                        "min_artifact_bytes", "min_artifact_words", "max_output_bytes"},
              "sanitize": {"deny", "allow"}}
     for table, keys in known.items():
         unknown = set(raw.get(table, {})) - keys
@@ -96,7 +97,7 @@ def _from_table(raw: dict[str, Any], where: str) -> Config:
         values["evidence_timeout"] = parse_duration(
             str(limits["evidence_timeout"]), f"{where}: [limits] evidence_timeout", positive=True)
     for key in ("max_artifact_bytes", "output_tail_bytes", "min_artifact_bytes",
-                "min_artifact_words"):
+                "min_artifact_words", "max_output_bytes"):
         if key in limits:
             if type(limits[key]) is not int or not 0 <= limits[key] <= 2**40:
                 raise InvalidInput(f"{where}: [limits] {key} must be a whole number")

@@ -3,21 +3,20 @@ and the evidence record made from it."""
 
 from __future__ import annotations
 
-import os
 import shlex
-import subprocess
-import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import datetime
-from typing import IO
+from typing import Final
 
 import msgspec
 
+from waypost.config import Config
 from waypost.model import Assurance, Evidence, EvidenceKind, Verdict
 from waypost.store.base import Store
+from waypost.system.process import Echo, Finished, run_bounded
 
-Echo = Callable[[bytes], None]
+MAX_OUTPUT_BYTES: Final = Config().max_output_bytes  # unless [limits] says otherwise
 
 
 class CheckResult(msgspec.Struct, frozen=True, kw_only=True):
@@ -35,46 +34,17 @@ class CheckResult(msgspec.Struct, frozen=True, kw_only=True):
     artifacts: tuple[str, ...] = ()
 
 
-class CommandOutcome(msgspec.Struct, frozen=True, kw_only=True):
-    exit_code: int | None  # None: killed at the timeout
-    duration_s: float
-    output: bytes  # stdout and stderr, interleaved
-    timed_out: bool = False
-
-
 def run_command(argv: Sequence[str], *, cwd: str | None = None, timeout: float = 3600.0,
-                echo: Echo | None = None) -> CommandOutcome:
-    """Run `argv`, capturing (and optionally echoing) its combined output."""
+                max_output: int = MAX_OUTPUT_BYTES, echo: Echo | None = None) -> Finished:
+    """Run `argv` within bounds (see `waypost.system.process`), capturing (and optionally
+    echoing) its combined output; a command that cannot start exits 127, as in a shell."""
     began = time.monotonic()
     try:
-        proc = subprocess.Popen(list(argv), cwd=cwd, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        return run_bounded(argv, timeout=timeout, max_output=max_output, cwd=cwd, echo=echo)
     except OSError as exc:
-        return CommandOutcome(exit_code=127, duration_s=time.monotonic() - began,
-                              output=f"cannot run {argv[0]!r}: {exc.strerror}\n".encode())
-    chunks: list[bytes] = []
-    timed_out = False
-    with proc:
-        reader = threading.Thread(target=_pump, args=(proc.stdout, chunks, echo), daemon=True)
-        reader.start()
-        try:
-            proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-            timed_out = True
-        reader.join(timeout=5 if timed_out else None)
-    return CommandOutcome(exit_code=None if timed_out else proc.returncode,
-                          duration_s=time.monotonic() - began, output=b"".join(chunks),
-                          timed_out=timed_out)
-
-
-def _pump(stream: IO[bytes] | None, chunks: list[bytes], echo: Echo | None) -> None:
-    assert stream is not None
-    for chunk in iter(lambda: os.read(stream.fileno(), 65536), b""):
-        chunks.append(chunk)
-        if echo is not None:
-            echo(chunk)
+        said = f"cannot run {argv[0]!r}: {exc.strerror}\n".encode()
+        return Finished(exit_code=127, duration_s=time.monotonic() - began, output=said,
+                        total_bytes=len(said))
 
 
 def tail(data: bytes, limit: int) -> str:
@@ -82,18 +52,33 @@ def tail(data: bytes, limit: int) -> str:
     return ("…" + text) if len(data) > limit else text
 
 
-def command_summary(command: str, outcome: CommandOutcome, timeout: float) -> str:
-    """What a command did, in a line: its exit code and time, or the timeout that killed it."""
+def command_summary(command: str, outcome: Finished, timeout: float) -> str:
+    """What a command did, in a line: its exit code and time, or the timeout that killed it,
+    and whether its output was cut (the log keeps only the end)."""
     if outcome.timed_out:
-        return f"`{command}` was killed after {timeout:.0f}s (timeout)"
-    return f"`{command}` exited {outcome.exit_code} in {outcome.duration_s:.2f}s"
+        said = f"`{command}` was killed after {timeout:g}s (timeout)"
+    else:
+        said = f"`{command}` exited {outcome.exit_code} in {outcome.duration_s:.2f}s"
+    if outcome.truncated:
+        said += (f" … (output truncated: {outcome.total_bytes} bytes, kept the last "
+                 f"{size(len(outcome.output))})")
+    return said
+
+
+def size(count: int) -> str:
+    """A byte count as people write it: 4 MB, 64 KB, 1000 bytes."""
+    for unit, name in ((1024 * 1024, "MB"), (1024, "KB")):
+        if count >= unit and count % unit == 0:
+            return f"{count // unit} {name}"
+    return f"{count} bytes"
 
 
 def command_result(argv: Sequence[str], *, store: Store, kind: EvidenceKind = EvidenceKind.COMMAND,
                    cwd: str | None = None, timeout: float = 3600.0, tail_bytes: int = 4096,
-                   echo: Echo | None = None) -> CheckResult:
-    """Run the command; keep its whole output as a blob and what happened as a result."""
-    outcome = run_command(argv, cwd=cwd, timeout=timeout, echo=echo)
+                   max_output: int = MAX_OUTPUT_BYTES, echo: Echo | None = None) -> CheckResult:
+    """Run the command; keep its output (the last `max_output` bytes) as a blob and what
+    happened as a result."""
+    outcome = run_command(argv, cwd=cwd, timeout=timeout, max_output=max_output, echo=echo)
     log_sha = store.put_blob(outcome.output)
     command = shlex.join(argv)
     return CheckResult(

@@ -371,10 +371,11 @@ class Run:
                        cwd: str | None = None, timeout: float = 3600.0,
                        tail_bytes: int = 4096, echo: Callable[[bytes], None] | None = None,
                        gate: str | None = None,
-                       assurance: Assurance = Assurance.RECORDED) -> Packet:
+                       assurance: Assurance = Assurance.RECORDED,
+                       max_output: int | None = None) -> Packet:
         """Run the command and record what happened (exit code, time, output tail, log).
         Decided first: a run that would refuse the record runs nothing."""
-        from waypost.evidence import command_result
+        from waypost.evidence import MAX_OUTPUT_BYTES, command_result
 
         if not argv:
             raise InvalidInput("no command to run", hint="waypost evidence run RUN -- CMD ARGS")
@@ -382,7 +383,8 @@ class Run:
         inputs.finite(timeout, "timeout", low=0.001, high=MAX_DURATION)
         self.precheck(self._evidence_probe)
         found = command_result(argv, store=self.store, kind=kind, cwd=cwd, timeout=timeout,
-                               tail_bytes=tail_bytes, echo=echo)
+                               tail_bytes=tail_bytes, echo=echo,
+                               max_output=MAX_OUTPUT_BYTES if max_output is None else max_output)
         return self.record_result(found, assurance=assurance, gate=gate)
 
     def check(self, spec: str, *, config: Config | None = None,

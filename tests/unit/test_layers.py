@@ -2,6 +2,7 @@
 
     vocabulary  errors durations model events config inputs display   (leaves)
     core        waypost.core.*                          pure rules: no I/O, no backend
+    system      waypost.system.*                        bounded commands, file reads, HTTP
     store       waypost.store.*                         the Store ABC and one module per backend
     delivery    waypost.delivery.*                      relay and targets
     use cases   waypost.runs, views, evidence, …        what every adapter calls
@@ -25,7 +26,7 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 VOCABULARY = {"waypost.errors", "waypost.durations", "waypost.model", "waypost.events",
               "waypost.config", "waypost.inputs", "waypost.display"}
 ADAPTERS = ("waypost.cli", "waypost.http", "waypost.mcp", "waypost.__main__")
-LAYERS = ("vocabulary", "core", "store", "delivery", "use cases", "adapters")
+LAYERS = ("vocabulary", "core", "system", "store", "delivery", "use cases", "adapters")
 # (importer, adapter package) pairs that start another adapter's server, e.g. `waypost serve`
 SERVER_STARTS: frozenset[tuple[str, str]] = frozenset()
 IO_MODULES = {"os", "io", "sqlite3", "subprocess", "socket", "pathlib", "shutil", "tempfile",
@@ -38,8 +39,8 @@ Edge = tuple[str, str, int]  # importer, imported waypost module, line
 def layer(module: str) -> str:
     if module in VOCABULARY:
         return "vocabulary"
-    for prefix, name in (("waypost.core", "core"), ("waypost.store", "store"),
-                         ("waypost.delivery", "delivery")):
+    for prefix, name in (("waypost.core", "core"), ("waypost.system", "system"),
+                         ("waypost.store", "store"), ("waypost.delivery", "delivery")):
         if module == prefix or module.startswith(prefix + "."):
             return name
     if adapter_of(module) is not None:

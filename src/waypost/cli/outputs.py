@@ -101,7 +101,8 @@ def evidence_run(ctx: Ctx, run_id: str, command: Sequence[str], kind: str, cwd: 
     packet = ctx.run(run_id, epoch).record_command(
         command, kind=model.EvidenceKind(kind), cwd=cwd,
         timeout=duration(timeout, "--timeout", positive=True) or ctx.config.evidence_timeout,
-        tail_bytes=ctx.config.output_tail_bytes, echo=None if ctx.json else _echo_err)
+        tail_bytes=ctx.config.output_tail_bytes, max_output=ctx.config.max_output_bytes,
+        echo=None if ctx.json else _echo_err)
     recorded = packet.evidence[-1]
     ctx.emit({"run": run_id, "evidence": recorded},
              f"{recorded.id} {recorded.verdict}: {recorded.summary}")

@@ -1,5 +1,6 @@
-"""The `http(s):` target: a POST signed per Standard Webhooks. This module alone imports
-httpx, and only when a webhook is really sent."""
+"""The `http(s):` target: a POST signed per Standard Webhooks, ended by one overall deadline
+(`waypost.system.web`: a receiver trickling its answer cannot hold the relay). httpx is
+imported only when a webhook is really sent."""
 
 from __future__ import annotations
 
@@ -48,10 +49,11 @@ class WebhookTarget(Target):
             return retry(exc.message)  # the relay's configuration, not the receiver, is wrong
         import httpx
 
-        limit = httpx.Timeout(self.timeout, connect=min(self.timeout, 10.0))
+        from waypost.system.web import deadline_client
+
         try:
-            with httpx.Client(timeout=limit, follow_redirects=False,
-                              verify=_tls_context()) as client, \
+            with deadline_client(self.url, self.timeout, verify=_tls_context(),
+                                 connect=min(self.timeout, 10.0)) as client, \
                     client.stream("POST", self.url, content=outgoing.body,
                                   headers=headers) as response:
                 attempt = for_status(response.status_code, response.reason_phrase,
