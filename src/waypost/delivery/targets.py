@@ -15,10 +15,7 @@ import json
 import os
 import posixpath
 import shlex
-import signal
-import subprocess
 import tempfile
-import threading
 from datetime import datetime
 from pathlib import Path
 
@@ -36,6 +33,7 @@ from waypost.delivery.policy import (
 from waypost.delivery.settings import DeliverySettings
 from waypost.errors import InvalidInput
 from waypost.model import Purpose
+from waypost.system.process import run_bounded
 
 NOTHING_SENT = "target none: nothing was sent; nobody was told"
 
@@ -184,7 +182,9 @@ class ExecTarget(Target):
                "WAYPOST_DELIVERY_TOPIC": delivery.topic}
         argv = shlex.split(self.command)
         try:
-            code, output = run_bounded(argv, outgoing.body, env, self.timeout)
+            done = run_bounded(argv, timeout=self.timeout, max_output=OUTPUT_TAIL, env=env,
+                               stdin=outgoing.body)
+            code, output = done.exit_code, done.output
         except FileNotFoundError:
             return unusable(f"exec: command not found: {argv[0]}")
         except PermissionError:
@@ -197,56 +197,6 @@ class ExecTarget(Target):
 
 
 OUTPUT_TAIL = 4096  # bytes of an exec: target's output kept (for the receipt or the error)
-DRAIN_WAIT = 2.0  # seconds to finish reading output after the command exited
-
-
-def run_bounded(argv: list[str], stdin: bytes, env: dict[str, str],
-                timeout: float) -> tuple[int | None, bytes]:
-    """Run `argv` in its own session, `stdin` fed to it; keep the last OUTPUT_TAIL bytes of
-    its stdout and stderr together. Returns its exit status, or None when it ran past
-    `timeout` and its whole session was killed; and the output's tail. Never waits much
-    past `timeout`, whatever the command leaves behind holding its pipes."""
-    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, env=env, start_new_session=True)
-    tail = bytearray()
-    feeder = threading.Thread(target=_feed, args=(proc, stdin), daemon=True)
-    reader = threading.Thread(target=_keep_tail, args=(proc, tail), daemon=True)
-    feeder.start()
-    reader.start()
-    try:
-        code: int | None = proc.wait(timeout)
-    except subprocess.TimeoutExpired:
-        code = None
-        _kill_session(proc)
-    reader.join(DRAIN_WAIT)
-    return code, bytes(tail[-OUTPUT_TAIL:])
-
-
-def _feed(proc: subprocess.Popen[bytes], data: bytes) -> None:
-    """Write stdin from a thread: a command that never reads it must not block us."""
-    assert proc.stdin is not None
-    try:
-        proc.stdin.write(data)
-        proc.stdin.close()
-    except OSError:  # it exited or closed stdin without reading all of it: its choice
-        pass
-
-
-def _keep_tail(proc: subprocess.Popen[bytes], tail: bytearray) -> None:
-    assert proc.stdout is not None
-    fd = proc.stdout.fileno()
-    while chunk := os.read(fd, 65536):
-        tail += chunk
-        del tail[:-OUTPUT_TAIL]
-    proc.stdout.close()
-
-
-def _kill_session(proc: subprocess.Popen[bytes]) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        proc.kill()
-    proc.wait()
 
 
 def _said(output: bytes) -> str:
