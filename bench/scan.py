@@ -85,6 +85,7 @@ def run(folder: Path, *, rounds: int, sizes: tuple[int, ...] = SIZES) -> Section
         section.targets.append(check(f"{subject}: linear (µs/KB at {large:,} chars <= "
                                      f"{LIMIT:.0f}x at {small:,})", ratio.median, LIMIT,
                                      at_least=False))
-    section.notes.append(f"{len(UNITS)} adversarial units in equal blocks; "
-                         f"{len(find(texts[large])):,} findings in the {large:,}-char text")
+    gate = checks.run_check(*gates[large])  # what the gate measured said, to show it ran
+    section.notes.append(f"{len(UNITS)} adversarial units in equal blocks; the gate on "
+                         f"{large:,} chars: {gate.verdict}, {gate.summary[:80]}")
     return section
