@@ -24,8 +24,8 @@ from waypost.core.sanitize import find
 SIZES = (10_000, 100_000, 1_000_000)
 # Inputs that were superlinear before the rules were made linear, and their neighbours.
 UNITS = ("a_", "a.", "1.", "a-", "%", "eyJa.", "sk-", "xoxb-", "10.", "ghp_", "github_pat_",
-         "password=x ", "=>", ":=\"", "a@b.aws", "C:\\Users\\", "/home/", "aws key=", "-----END ",
-         "Bearer ", "u:p@", "://", "token: word ")
+         "password=x ", "=>", ":=\"", "a@" + "b.aws", "C:\\Users\\", "/home/", "aws key=",
+         "-----END ", "Bearer ", "u:p@", "://", "token: word ")
 SCAN, GATE = "scan", "no-private gate"
 RATIO = "µs/KB at the largest size / at the smallest"
 LIMIT = 3.0  # linear: level; quadratic: ~ largest/smallest size

@@ -102,14 +102,14 @@ _PLACEHOLDER: Final = re.compile(
 _CODE: Final = re.compile(r"[()\[\]{}]|^[A-Za-z_]\w*(?:\.\w+)+$")  # a call, index or attribute
 _WORD: Final = re.compile(r"[A-Za-z][a-z]*(?:-[a-z]+)*")  # an ordinary word
 _TYPE_NAME: Final = re.compile(r"(?:[A-Z][a-z]+)+")  # `token: Token` is an annotation
-_TRAILING: Final = ".!?:"  # sentence punctuation after a bare value is not part of it
+_TRAILING: Final = ".!?:`"  # sentence punctuation after a bare value is not part of it
 
 
 def _placeholder(value: str, key: str = "", words: frozenset[str] = _NOT_SECRETS) -> bool:
     """A reference (`$VAR`, `${VAR}`, `%(var)s`, `{{ var }}`, `<…>`) or a placeholder."""
     lowered = value.lower()
     return (value[0] in "$%{<[(*" or lowered in words or lowered == key.lower()
-            or lowered == key.lower().rsplit("_", 1)[-1]
+            or lowered == key.lower().rsplit("_", 1)[-1] or not any(c.isalnum() for c in value)
             or _PLACEHOLDER.fullmatch(value) is not None)
 
 
@@ -120,7 +120,7 @@ def _random_looking(value: str) -> bool:
 
 def _trim_bare(value: str) -> str:
     """A bare value without the punctuation of the sentence around it: trailing `.!?:` and
-    closing brackets that close nothing in the value (`(password: hunter2)`)."""
+    closing brackets that close nothing in the value (a secret in parentheses)."""
     opened_at = {closer: value.find(opener) for opener, closer in ("()", "[]", "{}")}
     end = len(value)
     while end:
@@ -147,14 +147,14 @@ _SEPARATOR_AND_NAME_REVERSED: Final = re.compile(
     r"(?P<sep>=:|>=|=|:)[ \t]*[\"']?(?i:(?P<name>"
     + "|".join(name[::-1].replace("?", "[_-]?") for name in _SECRET_NAMES) + "))")
 _NOT_AFTER_SEPARATOR: Final = {"=": "=", ":": ":/="}
-_VALUE: Final = re.compile(r"[ \t]*(?P<value>\"[^\"\n]*\"|'[^'\n]*'|[^\s\"',;&]+)")
+_VALUE: Final = re.compile(r"[ \t]*(?P<value>\"[^\"\n]*\"|'[^'\n]*'|`[^`\n]*`|[^\s\"'`,;&]+)")
 _KEY_CHARS: Final = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-"
 _VALUE_ENDS_ITEM: Final = re.compile(r"[\"']?[ \t]*(?:[,}]|\r?\n|\Z)")
 _LOOK_BACK: Final = 80  # how far before a key its line start is looked for
 
 
 class _Assignment(NamedTuple):
-    name: str  # the secret name that ends the key
+    key: str  # the whole key: the secret name and any prefix (`db_password`)
     name_start: int
     separator: str
     value: re.Match[str]
@@ -175,7 +175,9 @@ def _assignments(subject: Subject) -> Iterator[_Assignment]:
         value = _VALUE.match(text, separator_end)
         if value is not None:
             read_to = value.end()
-            yield _Assignment(match.group("name")[::-1], name_start, separator, value)
+            prefix = text[max(0, name_start - _LOOK_BACK):name_start]
+            key = prefix[len(prefix.rstrip(_KEY_CHARS)):] + match.group("name")[::-1]
+            yield _Assignment(key, name_start, separator, value)
 
 
 def _key_position(text: str, name_start: int) -> bool:
@@ -191,13 +193,13 @@ def _key_position(text: str, name_start: int) -> bool:
 
 def _assigned_secret(text: str, assignment: _Assignment) -> Span | None:
     value, (start, end) = assignment.value.group("value"), assignment.value.span("value")
-    quoted = value[0] in "\"'"
+    quoted = value[0] in "\"'`"
     if quoted:
         value, start, end = value[1:-1], start + 1, end - 1
     else:
         value = _trim_bare(value)
         end = start + len(value)
-    if not value or _placeholder(value, assignment.name):
+    if not value or _placeholder(value, assignment.key):
         return None
     if quoted:
         return start, end
@@ -222,7 +224,7 @@ def _assigned_secrets(subject: Subject) -> Iterator[Span]:
 # --- secrets in URLs and headers ------------------------------------------------------------
 
 def _userinfo(match: re.Match[str]) -> Span | None:
-    """`scheme://user:secret@host`: the user and the secret go (the host stays)."""
+    """`scheme://USER:PASSWORD@host`: the user and the password go (the host stays)."""
     password = match.group("password")
     if _placeholder(password, words=_URL_STAND_INS):
         return None
@@ -277,7 +279,8 @@ def _after(forbidden: str) -> MatchSpan:
 
 
 def _windows_home(match: re.Match[str]) -> Span | None:
-    """`C:\\Users\\NAME`, found from its `:`: the drive letter must start a word."""
+    """A Windows user folder (drive, `Users`, name), found from the drive's `:`; the drive
+    letter must start a word."""
     start = match.start() - 1
     return None if _word_char(match.string, start - 1) else (start, match.end())
 
