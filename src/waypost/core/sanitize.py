@@ -26,7 +26,7 @@ from typing import Any
 
 import msgspec
 
-from waypost.core.sanitize_rules import RULES, FindingKind, Hit, Subject
+from waypost.core.sanitize_rules import HOME_AFTER_HIT, RULES, FindingKind, Hit, Subject
 from waypost.model import Packet, from_json, to_builtins, to_json
 
 __all__ = ["WITHHELD", "Finding", "FindingKind", "find", "mask", "public_packet", "redact",
@@ -76,17 +76,27 @@ class _Allowed:
         return i > 0 and self._reach[i - 1] >= hit.end
 
 
+def _continuations(text: str, hits: Iterable[Hit]) -> Iterator[Hit]:
+    """Home paths right after a hit (see `HOME_AFTER_HIT`); each match reads new text."""
+    ends = {hit.end for hit in hits}
+    for end in ends:
+        at = end
+        while (match := HOME_AFTER_HIT.match(text, at)) is not None:
+            yield Hit(at, match.end(), FindingKind.HOME_PATH)
+            at = match.end()
+
+
 def _hits(text: str, deny: Sequence[str], allow: Sequence[str]) -> list[Hit]:
     """Hits earliest first, overlapping ones merged (the earliest, then longest, names the
     kind); a hit inside an allowed term or a redaction marker is dropped."""
     allowed = _Allowed([*((h.start, h.end) for h in _term_hits(text, allow, FindingKind.DENY_LIST)),
                         *(m.span() for m in _MARKER.finditer(text))])
-    found = [*_term_hits(text, deny, FindingKind.DENY_LIST), *_pattern_hits(text)]
+    found = [hit for hit in (*_term_hits(text, deny, FindingKind.DENY_LIST), *_pattern_hits(text))
+             if not allowed.covers(hit)]
+    found += [hit for hit in _continuations(text, found) if not allowed.covers(hit)]
     found.sort(key=lambda h: (h.start, -(h.end - h.start), _RANK.get(h.kind, -1)))
     kept: list[Hit] = []
     for hit in found:
-        if allowed.covers(hit):
-            continue
         if kept and hit.start < kept[-1].end:
             if hit.end > kept[-1].end:  # the rest of a partly covered secret goes too
                 kept[-1] = Hit(kept[-1].start, hit.end, kept[-1].kind)
@@ -116,13 +126,24 @@ def find(text: str, *, deny: Sequence[str] = (), allow: Sequence[str] = (),
     return findings
 
 
+# Redacting can change what is around a secret (a key whose name sat inside a token is gone,
+# so the assignment after it now reads as one): redact again while something is still found.
+# Each pass is linear; real text needs one, contrived nesting a second.
+REDACT_PASSES = 4
+
+
 def redact(text: str, *, deny: Sequence[str] = (), allow: Sequence[str] = ()) -> str:
     """`text` with every private identifier replaced by `[REDACTED:kind]`."""
-    out, last = [], 0
-    for hit in _hits(text, deny, allow):
-        out += [text[last:hit.start], f"[REDACTED:{hit.kind}]"]
-        last = hit.end
-    return "".join([*out, text[last:]])
+    for _ in range(REDACT_PASSES):
+        hits = _hits(text, deny, allow)
+        if not hits:
+            break
+        out, last = [], 0
+        for hit in hits:
+            out += [text[last:hit.start], f"[REDACTED:{hit.kind}]"]
+            last = hit.end
+        text = "".join([*out, text[last:]])
+    return text
 
 
 # --- bytes ------------------------------------------------------------------------------

@@ -285,6 +285,10 @@ def _windows_home(match: re.Match[str]) -> Span | None:
     return None if _word_char(match.string, start - 1) else (start, match.end())
 
 
+_UNIX_HOME: Final = r"(?:home|Users)/(?!Shared\b)[A-Za-z0-9._-]+"
+# `…/home/NAME` inside a longer path is no home path; but once what comes before it is
+# redacted, it reads as one: a home path right after a hit is part of that hit.
+HOME_AFTER_HIT: Final = re.compile(r"/" + _UNIX_HOME)
 _OCTET: Final = r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
 _PEM_LABEL: Final = r"(?:[A-Z0-9]{1,32} ){0,8}PRIVATE KEY(?: BLOCK)?-----"
 
@@ -324,8 +328,7 @@ RULES: Final[tuple[Rule, ...]] = (
     Rule(FindingKind.PRIVATE_IP, matches(re.compile(
         rf"(?:10\.{_OCTET}|172\.(?:1[6-9]|2\d|3[01])|192\.168)"
         rf"\.{_OCTET}\.{_OCTET}(?!\w|\.\d)"), _after("._"))),
-    Rule(FindingKind.HOME_PATH, matches(re.compile(
-        r"/(?<![\w/]/)(?:home|Users)/(?!Shared\b)[A-Za-z0-9._-]+"))),
+    Rule(FindingKind.HOME_PATH, matches(re.compile(r"/(?<![\w/]/)" + _UNIX_HOME))),
     Rule(FindingKind.HOME_PATH, matches(re.compile(
         r":(?<=[A-Za-z]:)[\\/]{1,4}Users[\\/]{1,4}(?!Public\b)[A-Za-z0-9._-]+"), _windows_home)),
 )
