@@ -1,4 +1,4 @@
-"""9. The sanitizer on hostile text: `waypost scan`'s rules and the `no-private` gate over
+"""8. The sanitizer on hostile text: `waypost scan`'s rules and the `no-private` gate over
 adversarial input at 10 KB, 100 KB and 1 MB, in µs per KB.
 
 The text repeats, block after block, the inputs that once made the sanitizer's patterns
@@ -75,7 +75,7 @@ def run(folder: Path, *, rounds: int, sizes: tuple[int, ...] = SIZES) -> Section
             _per_kb, functools.partial(find, text), size)
         subjects[label(GATE, size)] = functools.partial(
             _per_kb, functools.partial(checks.run_check, *gates[size]), size)
-    section = Section(key="scan", title="9. Sanitizer on adversarial text (scan, no-private)",
+    section = Section(key="scan", title="8. Sanitizer on adversarial text (scan, no-private)",
                       unit="µs/KB", higher_is_better=False,
                       figures=figures(interleave(subjects, rounds)))
     small, large = min(sizes), max(sizes)
