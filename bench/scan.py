@@ -27,7 +27,7 @@ UNITS = ("a_", "a.", "1.", "a-", "%", "eyJa.", "sk-", "xoxb-", "10.", "ghp_", "g
          "password=x ", "=>", ":=\"", "a@" + "b.aws", "C:\\Users\\", "/home/", "aws key=",
          "-----END ", "Bearer ", "u:p@", "://", "token: word ")
 SCAN, GATE = "scan", "no-private gate"
-RATIO = "µs/KB at the largest size / at the smallest"
+RATIO = "largest / smallest size"
 LIMIT = 3.0  # linear: level; quadratic: ~ largest/smallest size
 
 
