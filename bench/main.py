@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bench import board, cli_verbs, durable, pending, report, writers
+from bench import board, cli_verbs, durable, pending, report, scan, writers
 from bench.harness import Section
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -38,16 +38,17 @@ class Budget:
     pg_seconds: float
     delivery_rounds: int
     delivery_batch: int
+    scan_rounds: int
 
 
 QUICK = Budget(durable_rounds=31, durable_batch=30, cli_rounds=10, writer_rounds=2,
                writer_seconds=1.0, board_runs=20_000, board_rounds=5, sweep_rounds=2,
                sweep_stored=50_000, pg_rounds=2, pg_seconds=0.5, delivery_rounds=3,
-               delivery_batch=10)
+               delivery_batch=10, scan_rounds=3)
 FULL = Budget(durable_rounds=101, durable_batch=40, cli_rounds=30, writer_rounds=9,
               writer_seconds=1.5, board_runs=100_000, board_rounds=15, sweep_rounds=3,
               sweep_stored=1_000_000, pg_rounds=5, pg_seconds=2.0, delivery_rounds=5,
-              delivery_batch=40)
+              delivery_batch=40, scan_rounds=7)
 
 Step = Callable[[Path, Budget], Section]
 STEPS: dict[str, Step] = {
@@ -59,6 +60,7 @@ STEPS: dict[str, Step] = {
     "postgres": lambda d, b: pending.postgres(d, rounds=b.pg_rounds, seconds=b.pg_seconds),
     "delivery": lambda d, b: pending.delivery(d, rounds=b.delivery_rounds,
                                               batch=b.delivery_batch),
+    "scan": lambda d, b: scan.run(d, rounds=b.scan_rounds),
 }
 
 

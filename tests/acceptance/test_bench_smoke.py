@@ -11,7 +11,7 @@ import psycopg
 import pytest
 
 import waypost
-from bench import board, durable, postgres, report, sweep
+from bench import board, durable, postgres, report, scan, sweep
 from bench.harness import NOT_BUILT, NOT_MEASURED, Figure, Section, absent, interleave
 from bench.pending import exists
 from tests import pg
@@ -118,3 +118,21 @@ def test_the_raw_floor_writes_each_due_run_once_and_keeps_out_of_the_sweeps_way(
         assert written == ["0" * 64] * 5  # the floor's rows: written by it, not by a sweep
         assert swept.sweep_once() > 0
         assert (swept.recorded, swept.examined) == (5, 5)  # only its own fresh due runs
+
+
+def test_scan_section_reports_each_subject_at_each_size(tmp_path: Path) -> None:
+    sizes = (2_000, 4_000)
+    section = scan.run(tmp_path, rounds=2, sizes=sizes)
+    assert [f.name for f in section.figures] == [
+        scan.label(subject, size) for size in sizes for subject in (scan.SCAN, scan.GATE)]
+    assert all(len(f.samples) == 2 and f.low > 0 for f in section.figures)
+    assert [r.label for r in section.ratios] == [f"{s}: {scan.RATIO}"
+                                                 for s in (scan.SCAN, scan.GATE)]
+    assert [t.status in {"PASS", "MISS"} for t in section.targets] == [True, True]
+    assert "private identifier(s) in 1 artifact(s)" in section.notes[0]  # the gate ran
+
+
+def test_adversarial_text_has_the_size_asked_and_every_unit() -> None:
+    text = scan.adversarial(100_000)
+    assert len(text) == 100_000
+    assert all(unit * 3 in text for unit in scan.UNITS)

@@ -198,3 +198,142 @@ def test_show_imports_the_sanitizer_only_for_public(cli: Cli) -> None:
         assert "waypost.checks" not in loaded, verb
         assert "urllib.request" not in loaded, verb
     assert "waypost.core.sanitize" in _modules_after(["show", run, "--public"], cli.store)
+
+
+# --- secrets named by their context (issue 14, class 15) -----------------------------------
+
+def missed() -> dict[str, tuple[str, FindingKind, str]]:
+    """Each: the text as written, the kind found, and the secret part that must not show."""
+    return {
+        "short password": ("password=" + "hunter2", FindingKind.PASSWORD, "hunter2"),
+        "upper-case key": ("PASSWORD: " + "s3cretvalue", FindingKind.PASSWORD, "s3cretvalue"),
+        "prefixed key": ("db_password=" + "correcthorsebattery", FindingKind.PASSWORD,
+                         "correcthorsebattery"),
+        "bearer": ("Authorization: Bearer " + "abcDEF123456ghiJKL", FindingKind.TOKEN,
+                   "abcDEF123456ghiJKL"),
+        "sendgrid": ("SG." + "Fake0Key0Fake0Key0Fake." + "F" * 43, FindingKind.TOKEN,
+                     "Fake0Key0Fake0Key0Fake"),
+        "azure": ("DefaultEndpointsProtocol=https;AccountName=acct;AccountKey="
+                  + "RmFrZUtleQ" + "==;EndpointSuffix=core.windows.net", FindingKind.PASSWORD,
+                  "RmFrZUtleQ=="),
+        "slack webhook": ("https://hooks.slack.com/services/" + "T0FAKE/B0FAKE/Fake0Secret1",
+                          FindingKind.TOKEN, "Fake0Secret1"),
+        "basic auth url": ("https://deploy:" + "Pa55word" + "@ci.example.org/api",
+                           FindingKind.PASSWORD, "Pa55word"),
+        "database url": ("postgresql://u:" + "secret" + "@db/x", FindingKind.PASSWORD,
+                         ":secret@"),
+    }
+
+
+@pytest.mark.parametrize("name", list(missed()))
+def test_a_secret_named_by_its_context_is_found_and_redacted(name: str) -> None:
+    text, kind, secret = missed()[name]
+    found = find(f"config: {text}\n")
+    assert [f.kind for f in found] == [kind]
+    assert secret not in found[0].preview
+    assert secret not in redact(text)
+
+
+@pytest.mark.parametrize("text", [
+    "password: changeme",
+    "password = '<your password>'",
+    'password = ""',
+    "password=",
+    "api_key: ${API_KEY}",
+    "token=$TOKEN",
+    "password=%(password)s",
+    "secret: ***",
+    "password=xxx",
+    "Set the password: see the vault.",
+    "if token == expected:",
+    "def login(password=password, token=None):",
+    "Authorization: Bearer $TOKEN",
+    "Authorization: Bearer <token>",
+    "We use Bearer authentication for the API.",
+    "postgresql://app:${DB_PASSWORD}@db/app",
+    "https://example.org:8443/path?q=1",
+    "see https://api.slack.com/messaging/webhooks",
+])
+def test_documentation_of_secrets_is_not_flagged(text: str) -> None:
+    assert find(text) == []
+
+
+def test_a_secret_value_is_flagged_whatever_its_length() -> None:
+    for value in ("a", "ab", "pin1", "hunter2", "correcthorsebatterystaple"):
+        [found] = find(f"db_password={value}")
+        assert found.kind is FindingKind.PASSWORD
+        assert redact(f"db_password={value}") == "db_password=[REDACTED:password]"
+
+
+def _secret_texts() -> list[str]:
+    return [text for text, _, _ in missed().values()]
+
+
+@pytest.fixture
+def secret_run(cli: Cli, tmp_path: Path) -> str:
+    """A run (file target, no notices) with every context-named secret in its public parts."""
+    texts = _secret_texts()
+    cli.ok("init")
+    run = cli.ok("start", f"Rotate {texts[0]}", "--owner", "alice", "--kind", "long_running",
+                 "--target", "file:result.md", "--max-silence", "1h")
+    cli.ok("claim", run, actor="w1")
+    cli.ok("heartbeat", run, "--note", " ".join(texts[1:4]), actor="w1")
+    cli.ok("block", run, "--kind", "other", "--detail", texts[4], actor="w1")
+    cli.ok("unblock", run, "b1", "--resolution", texts[5], actor="w1")
+    cli.ok("evidence", "add", run, "--kind", "test", "--verdict", "passed", "--summary",
+           f"tests pass against {texts[7]}", actor="w1")
+    cli.ok("ready", run, "--summary", "private", "--public-summary",
+           f"Done; hooks at {texts[6]} and the store at {texts[8]}.", actor="w1")
+    return run
+
+
+def test_show_public_and_the_delivered_document_show_no_context_named_secret(
+        cli: Cli, secret_run: str, tmp_path: Path) -> None:
+    secrets = [secret for _, _, secret in missed().values()]
+    assert secrets[0] in cli.ok("show", secret_run, "--json")  # the owner's own view
+    for args in (["--public"], ["--public", "--json"], ["--public", "--md"]):
+        shown = cli.ok("show", secret_run, *args)
+        leaked = [secret for secret in secrets if secret in shown]
+        assert leaked == [], args
+    cli.ok("review", secret_run)
+    cli.ok("approve", secret_run)
+    cli.ok("deliver", "--once")
+    delivered = (tmp_path / "result.md").read_text()
+    assert "Done; hooks at" in delivered
+    assert [secret for secret in secrets if secret in delivered] == []
+
+
+def test_a_slack_notify_url_is_not_shown_in_full(cli: Cli) -> None:
+    hook = "https://hooks.slack.com/services/" + "T0FAKE/B0FAKE/Fake0Secret1"
+    cli.ok("init")
+    run = cli.ok("start", "Notify me", "--owner", "alice", "--notify", f"slack-webhook:{hook}")
+    for args in (["--public"], ["--public", "--json"], ["--public", "--md"]):
+        assert "Fake0Secret1" not in cli.ok("show", run, *args)
+
+
+# --- hostile text does not stall a reader (issue 14, class 2) ------------------------------
+
+HANG_GUARD_S = 120  # today: well under a second; before: past 300 s
+
+
+def _waypost(args: list[str], store: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "WAYPOST_URL": str(store), "WAYPOST_ACTOR": "alice"}
+    code = "import sys; from waypost.cli import main; raise SystemExit(main(sys.argv[1:]))"
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
+                          env=env, cwd=cwd, timeout=HANG_GUARD_S, check=False)
+
+
+def test_show_public_of_an_adversarial_note_finishes(cli: Cli, tmp_path: Path) -> None:
+    cli.ok("init")
+    run = cli.ok("start", "Hostile note", "--owner", "alice")
+    cli.ok("heartbeat", run, "--note", "a_" * 60000)
+    shown = _waypost(["show", run, "--public", "--json"], cli.store, tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    assert json.loads(shown.stdout)["id"] == run
+
+
+def test_scan_of_adversarial_text_finishes(cli: Cli, tmp_path: Path) -> None:
+    (tmp_path / "hostile.txt").write_text("a." * 50000 + "\n" + "1." * 50000 + "\n")
+    scanned = _waypost(["scan", "hostile.txt", "--json"], cli.store, tmp_path)
+    assert scanned.returncode == 0, scanned.stderr
+    assert json.loads(scanned.stdout)["clean"] is True

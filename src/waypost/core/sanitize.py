@@ -3,36 +3,34 @@ them (`waypost show --public`, the delivered document). Pure rules over text and
 reading files is `waypost.scanning`'s.
 
 The secret patterns follow the well-known token formats (the same ones detect-secrets and
-gitleaks match: AWS key ids, GitHub/GitLab/Slack/Stripe/Google/PyPI tokens, PEM private
-keys, JWTs, passwords in assignments); the rest are emails, private IPv4 addresses, home
-directory paths, and the project's own deny list (`[sanitize] deny` in waypost.toml).
+gitleaks match: AWS key ids, GitHub/GitLab/Slack/Stripe/Google/PyPI/SendGrid tokens, PEM
+private keys, JWTs, Bearer tokens, Slack webhook URLs, credentials in URLs, values assigned to
+secret-named keys); the rest are emails, private IPv4 addresses, home directory paths, and
+the project's own deny list (`[sanitize] deny` in waypost.toml).
 A finding never carries the value it found, only where it is and a masked preview.
+
+Every pattern runs in time linear in its input, whatever the input (text is hostile: a worker
+writes it, the relay and the reviewer read it). Python's `re` backtracks, so each pattern
+keeps to shapes that cannot: an unbounded repetition is either the last thing a match needs,
+or starts only where a run of its characters starts (a lookbehind rules out every later
+start), or is bounded; where a secret is recognised by its context (`aws … key = VALUE`), the
+value is found first and the bounded context before it is checked afterwards.
 """
 
 from __future__ import annotations
 
 import bisect
-import enum
 import re
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any, Final
+from typing import Any
 
 import msgspec
 
+from waypost.core.sanitize_rules import HOME_AFTER_HIT, RULES, FindingKind, Hit, Subject
 from waypost.model import Packet, from_json, to_builtins, to_json
 
-
-class FindingKind(enum.StrEnum):
-    AWS_KEY = "aws_key"  # an AWS access key id or secret access key
-    GITHUB_TOKEN = "github_token"  # a GitHub personal, OAuth, app or fine-grained token
-    TOKEN = "token"  # another service's API token (GitLab, Slack, Stripe, Google, PyPI, …)
-    PRIVATE_KEY = "private_key"  # a PEM (or PuTTY) private key block
-    JWT = "jwt"  # a JSON Web Token
-    PASSWORD = "password"  # a password or secret in an assignment
-    EMAIL = "email"  # an email address
-    PRIVATE_IP = "private_ip"  # an RFC 1918 address: 10.x, 172.16-31.x, 192.168.x
-    HOME_PATH = "home_path"  # a home directory that names a user
-    DENY_LIST = "deny_list"  # a term from the project's deny list
+__all__ = ["WITHHELD", "Finding", "FindingKind", "find", "mask", "public_packet", "redact",
+           "scan_bytes", "text_of"]
 
 
 class Finding(msgspec.Struct, frozen=True, kw_only=True):
@@ -43,103 +41,65 @@ class Finding(msgspec.Struct, frozen=True, kw_only=True):
     file: str | None = None
 
 
-_OCTET = r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
-_SECRET_NAME = (r"(?:password|passwd|passphrase|pwd|secret|api[_-]?key|access[_-]?key|"
-                r"auth[_-]?token|access[_-]?token|token|private[_-]?key|client[_-]?secret)")
-
-# Order matters: where two patterns cover the same text, the earlier (more specific) wins.
-PATTERNS: Final[tuple[tuple[FindingKind, re.Pattern[str]], ...]] = (
-    (FindingKind.PRIVATE_KEY, re.compile(
-        r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
-        r"[\s\S]*?(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|\Z)"
-        r"|PuTTY-User-Key-File-\d:[^\n]*")),
-    (FindingKind.JWT, re.compile(
-        r"\beyJ[A-Za-z0-9_-]{4,}\.eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*")),
-    (FindingKind.AWS_KEY, re.compile(
-        r"\b(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}\b"
-        r"|(?i:aws.{0,20}?(?:secret|key).{0,20}?[\"'=:\s])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+])")),
-    (FindingKind.GITHUB_TOKEN, re.compile(
-        r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,255}\b|\bgithub_pat_[A-Za-z0-9_]{22,255}\b")),
-    (FindingKind.TOKEN, re.compile(
-        r"\b(?:glpat|gldt|glrt|glptt)-[A-Za-z0-9_-]{20,}"
-        r"|\bxox[abposr]-[A-Za-z0-9-]{10,}"
-        r"|\b[rs]k_live_[0-9A-Za-z]{24,}"
-        r"|\bAIza[0-9A-Za-z_-]{35}\b"
-        r"|\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{32,}"
-        r"|\bpypi-AgE[A-Za-z0-9_-]{50,}"
-        r"|\bnpm_[A-Za-z0-9]{36}\b")),
-    (FindingKind.PASSWORD, re.compile(
-        r"(?i)(?<![A-Za-z0-9])(?:[A-Za-z0-9]+[_.-])*" + _SECRET_NAME + r"(?![A-Za-z0-9_])"
-        r"[\"']?\s*(?::=|=>|=|:)\s*"
-        r"(?P<value>\"[^\"\n]{4,}\"|'[^'\n]{4,}'|[^\s\"',;]{8,})")),
-    (FindingKind.EMAIL, re.compile(
-        r"(?<![\w.+-])[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b")),
-    (FindingKind.PRIVATE_IP, re.compile(
-        rf"(?<![\w.])(?:10\.{_OCTET}|172\.(?:1[6-9]|2\d|3[01])|192\.168)"
-        rf"\.{_OCTET}\.{_OCTET}(?!\w|\.\d)")),
-    (FindingKind.HOME_PATH, re.compile(
-        r"(?<![\w/])(?:/home|/Users)/(?!Shared\b)[A-Za-z0-9._-]+"
-        r"|\b[A-Za-z]:[\\/]+Users[\\/]+(?!Public\b)[A-Za-z0-9._-]+?(?=[\\/\s\"']|$)",
-        re.MULTILINE)),
-)
-
-# Values of a `password = …` assignment that are references or placeholders, not secrets.
-_NOT_SECRETS: Final = frozenset({"none", "null", "nil", "true", "false", "undefined", "required",
-                                 "optional", "string", "changeme", "redacted", "secret",
-                                 "password", "example"})
+# What `redact` writes: never itself a finding, so redacting twice changes nothing.
+_MARKER = re.compile(r"\[REDACTED:[a-z_]{1,20}\]")
+_RANK = {kind: i for i, kind in enumerate(dict.fromkeys(rule.kind for rule in RULES))}
 
 
-def _is_secret_value(value: str) -> bool:
-    quoted = value[0] in "\"'"
-    bare = value.strip("\"'")
-    if bare[0] in "$%{<[(*" or bare.lower() in _NOT_SECRETS or set(bare) <= set("xX*.-_"):
-        return False
-    if quoted:
-        return True
-    if re.search(r"[()\[\]]", bare) or re.fullmatch(r"[A-Za-z_]\w*(?:\.\w+)+", bare):
-        return False  # code: a call, an index or an attribute
-    return bool(re.search(r"\d", bare) or (re.search("[a-z]", bare) and re.search("[A-Z]", bare)))
+def _pattern_hits(text: str) -> Iterator[Hit]:
+    subject = Subject(text)
+    for rule in RULES:
+        for start, end in rule.spans(subject):
+            if start < end:
+                yield Hit(start, end, rule.kind)
 
 
-class _Hit(msgspec.Struct, frozen=True):
-    start: int
-    end: int
-    kind: FindingKind
-
-
-def _pattern_hits(text: str) -> Iterator[_Hit]:
-    for kind, pattern in PATTERNS:
-        for match in pattern.finditer(text):
-            if kind is FindingKind.PASSWORD:
-                value = match.group("value")
-                if not _is_secret_value(value):
-                    continue
-                start, end = match.span("value")
-                if value[0] in "\"'":
-                    start, end = start + 1, end - 1
-                yield _Hit(start, end, kind)
-            else:
-                yield _Hit(match.start(), match.end(), kind)
-
-
-def _term_hits(text: str, terms: Iterable[str], kind: FindingKind) -> Iterator[_Hit]:
+def _term_hits(text: str, terms: Iterable[str], kind: FindingKind) -> Iterator[Hit]:
     for term in terms:
         if term.strip():
             for match in re.finditer(re.escape(term.strip()), text, re.IGNORECASE):
-                yield _Hit(match.start(), match.end(), kind)
+                yield Hit(match.start(), match.end(), kind)
 
 
-def _hits(text: str, deny: Sequence[str], allow: Sequence[str]) -> list[_Hit]:
-    """Non-overlapping hits, earliest first; a hit inside an allowed term is dropped."""
-    allowed = list(_term_hits(text, allow, FindingKind.DENY_LIST))
-    found = [*_term_hits(text, deny, FindingKind.DENY_LIST), *_pattern_hits(text)]
-    rank = {kind: i for i, (kind, _) in enumerate(PATTERNS)}
-    found.sort(key=lambda h: (h.start, -(h.end - h.start), rank.get(h.kind, -1)))
-    kept: list[_Hit] = []
+class _Allowed:
+    """Spans the sanitizer must not flag; `covers` answers in O(log n) per hit."""
+
+    def __init__(self, spans: Iterable[tuple[int, int]]) -> None:
+        ordered = sorted(spans)
+        self._starts = [start for start, _ in ordered]
+        self._reach: list[int] = []  # the furthest end of any span starting at or before
+        for _, end in ordered:
+            self._reach.append(max(end, self._reach[-1] if self._reach else end))
+
+    def covers(self, hit: Hit) -> bool:
+        i = bisect.bisect_right(self._starts, hit.start)
+        return i > 0 and self._reach[i - 1] >= hit.end
+
+
+def _continuations(text: str, hits: Iterable[Hit]) -> Iterator[Hit]:
+    """Home paths right after a hit (see `HOME_AFTER_HIT`); each match reads new text."""
+    ends = {hit.end for hit in hits}
+    for end in ends:
+        at = end
+        while (match := HOME_AFTER_HIT.match(text, at)) is not None:
+            yield Hit(at, match.end(), FindingKind.HOME_PATH)
+            at = match.end()
+
+
+def _hits(text: str, deny: Sequence[str], allow: Sequence[str]) -> list[Hit]:
+    """Hits earliest first, overlapping ones merged (the earliest, then longest, names the
+    kind); a hit inside an allowed term or a redaction marker is dropped."""
+    allowed = _Allowed([*((h.start, h.end) for h in _term_hits(text, allow, FindingKind.DENY_LIST)),
+                        *(m.span() for m in _MARKER.finditer(text))])
+    found = [hit for hit in (*_term_hits(text, deny, FindingKind.DENY_LIST), *_pattern_hits(text))
+             if not allowed.covers(hit)]
+    found += [hit for hit in _continuations(text, found) if not allowed.covers(hit)]
+    found.sort(key=lambda h: (h.start, -(h.end - h.start), _RANK.get(h.kind, -1)))
+    kept: list[Hit] = []
     for hit in found:
         if kept and hit.start < kept[-1].end:
-            continue
-        if any(a.start <= hit.start and hit.end <= a.end for a in allowed):
+            if hit.end > kept[-1].end:  # the rest of a partly covered secret goes too
+                kept[-1] = Hit(kept[-1].start, hit.end, kept[-1].kind)
             continue
         kept.append(hit)
     return kept
@@ -166,13 +126,24 @@ def find(text: str, *, deny: Sequence[str] = (), allow: Sequence[str] = (),
     return findings
 
 
+# Redacting can change what is around a secret (a key whose name sat inside a token is gone,
+# so the assignment after it now reads as one): redact again while something is still found.
+# Each pass is linear; real text needs one, contrived nesting a second.
+REDACT_PASSES = 4
+
+
 def redact(text: str, *, deny: Sequence[str] = (), allow: Sequence[str] = ()) -> str:
     """`text` with every private identifier replaced by `[REDACTED:kind]`."""
-    out, last = [], 0
-    for hit in _hits(text, deny, allow):
-        out += [text[last:hit.start], f"[REDACTED:{hit.kind}]"]
-        last = hit.end
-    return "".join([*out, text[last:]])
+    for _ in range(REDACT_PASSES):
+        hits = _hits(text, deny, allow)
+        if not hits:
+            break
+        out, last = [], 0
+        for hit in hits:
+            out += [text[last:hit.start], f"[REDACTED:{hit.kind}]"]
+            last = hit.end
+        text = "".join([*out, text[last:]])
+    return text
 
 
 # --- bytes ------------------------------------------------------------------------------

@@ -1,0 +1,99 @@
+"""The sanitizer's rules finish on any input, and what `redact` leaves holds nothing to find.
+
+Time here is only a hang guard (far above the real cost, which is milliseconds): the inputs
+below are the ones that made the old patterns backtrack, where 100 KB took minutes. A
+running regex cannot be interrupted in-process, so the guard is a child process's timeout.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from datetime import timedelta
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from waypost.core.sanitize import find, redact
+
+# Each was superlinear in at least one pattern before (measured at N and 10N characters).
+ADVERSARIAL = ("a_", "a.", "a-", "1.", "%", "a%", "eyJa.", "eyJ-", "sk-", "xoxb-", "10.",
+               "192.168.", "ghp_", "github_pat_", "x_password", "password=\"", "password=x ",
+               "=>", ":=", "a@" + "b.aws", "@a.", "C:\\Users\\", "/home/", "aws key=", "-----END ",
+               "-----BEGIN ", "Bearer ", "u:p@", "://", "token: word ", ")", "=(")
+SIZE = 100_000
+HANG_GUARD_S = 240  # all of them together; today they take a few seconds
+
+CHILD = """
+import json, sys
+from waypost.core.sanitize import find, redact
+for unit in json.loads(sys.argv[1]):
+    text = unit * (int(sys.argv[2]) // len(unit) + 1)
+    find(text)
+    redact(text)
+    print(json.dumps(unit), flush=True)
+"""
+
+
+def test_every_rule_finishes_on_adversarial_input() -> None:
+    proc = subprocess.Popen([sys.executable, "-c", CHILD, json.dumps(ADVERSARIAL), str(SIZE)],
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        out, _ = proc.communicate(timeout=HANG_GUARD_S)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, _ = proc.communicate()
+    finished = [json.loads(line) for line in out.splitlines()]
+    stuck = ADVERSARIAL[len(finished)] if len(finished) < len(ADVERSARIAL) else None
+    assert stuck is None, f"{stuck!r} * {SIZE // len(stuck or 'x')} did not finish"
+    assert proc.returncode == 0
+
+
+PIECES = (*ADVERSARIAL, "a", "A", "1", " ", "\n", "\t", "'", '"', "=", ":", "@", ".", "/",
+          "password", "PASSWORD", "db_", "token", "secret", "api_key", "AccountKey",
+          "hunter2", "s3cret", "${X}", "<x>", "***", "changeme", "AKIA", "ABCDEFGHIJKLMNOP",
+          "eyJhbGciOi", "hooks.slack.com/services/", "T0B1C2D3/", "SG.", "https://",
+          "postgresql://", "u:", "@db", ".example.com", "10.0.0.", "7", "/Users/", "bob",
+          "-----BEGIN RSA " + "PRIVATE KEY-----", "-----END RSA PRIVATE KEY-----", "[REDACTED:",
+          "email]", "(", ")", "{", "}", ",", ";", "&", "%(x)s")
+
+
+@st.composite
+def hostile_text(draw: st.DrawFn) -> str:
+    """Fragments of secrets and of the old adversarial inputs, some repeated many times."""
+    parts = draw(st.lists(st.tuples(st.lists(st.sampled_from(PIECES), min_size=1, max_size=4),
+                                    st.integers(1, 400)), min_size=1, max_size=6))
+    return "".join("".join(unit) * times for unit, times in parts)[:20_000]
+
+
+WORDS = st.text(alphabet="abcdefghijklmnopqrstuvwxyzABC0123456789", min_size=2, max_size=8)
+
+
+@settings(max_examples=150, deadline=timedelta(seconds=20))  # a hang guard, not a speed test
+@given(text=hostile_text(), deny=st.lists(WORDS, max_size=3))
+def test_redacted_text_holds_nothing_to_find(text: str, deny: list[str]) -> None:
+    redacted = redact(text, deny=deny)
+    assert find(redacted, deny=deny) == []
+    assert redact(redacted, deny=deny) == redacted
+
+
+# Values no piece above can make (`Zq`), so finding one after redaction is a leak. Built
+# from pieces, so the repository holds no secret-looking text.
+PLANTED = (("AKIA" + "ZQZQZQZQZQZQZQZQ", "ZQZQZQZQZQZQZQZQ"),
+           ("password=" + "hunterZq7", "hunterZq7"),
+           ("PASSWORD: " + "s3cretZqvalue", "s3cretZqvalue"),
+           ("db_password=" + "correcthorseZqbattery", "correcthorseZqbattery"),
+           ("Authorization: Bearer " + "abcZqDEF123456ghi", "abcZqDEF123456ghi"),
+           ("postgresql://u:" + "secZqret" + "@db/x", "secZqret"),
+           ("https://hooks.slack.com/services/" + "T00/B00/xZq123abc", "xZq123abc"),
+           ("DefaultEndpointsProtocol=https;AccountName=a;AccountKey=" + "Zq12+/abc==;",
+            "Zq12+/abc=="))
+
+
+@settings(max_examples=100, deadline=timedelta(seconds=20))
+@given(before=hostile_text(), after=hostile_text(), planted=st.sampled_from(PLANTED))
+def test_a_planted_secret_never_survives_redaction(before: str, after: str,
+                                                   planted: tuple[str, str]) -> None:
+    secret, value = planted
+    assert value not in redact(f"{before} {secret} {after}")
