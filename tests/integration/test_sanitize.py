@@ -306,7 +306,7 @@ def test_show_public_and_the_delivered_document_show_no_context_named_secret(
 def test_a_slack_notify_url_is_not_shown_in_full(cli: Cli) -> None:
     hook = "https://hooks.slack.com/services/" + "T0FAKE/B0FAKE/Fake0Secret1"
     cli.ok("init")
-    run = cli.ok("start", "Notify me", "--owner", "alice", "--notify", f"slack-webhook:{hook}")
+    run = cli.ok("start", "Notify me", "--owner", "alice", "--notify", hook)
     for args in (["--public"], ["--public", "--json"], ["--public", "--md"]):
         assert "Fake0Secret1" not in cli.ok("show", run, *args)
 
