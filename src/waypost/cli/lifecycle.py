@@ -22,6 +22,7 @@ def init(ctx: Ctx) -> None:
     url = ctx.store_url or str(Path.cwd() / STORE_DIR / STORE_FILE)
     ctx.store_url = url
     store = ctx.store
+    store.initialise()
     folder = Path(getattr(store, "path", ".")).parent
     if folder.name == STORE_DIR and not (folder / ".gitignore").exists():
         (folder / ".gitignore").write_text("*\n")

@@ -105,9 +105,16 @@ def _schema_check(state: SchemaState) -> Diagnosis:
         return Diagnosis(name="schema", status=Status.OK,
                          detail=f"version {state.version} (latest)")
     if state.version > state.latest:
-        return Diagnosis(name="schema", status=Status.WARN,
-                         detail=f"version {state.version} is newer than this waypost knows "
-                         f"({state.latest}): upgrade waypost on this host")
+        newer = f"version {state.version} is newer than this waypost knows ({state.latest})"
+        if state.min_writer is not None and state.min_writer <= state.latest:
+            return Diagnosis(name="schema", status=Status.WARN,
+                             detail=f"{newer}; it still takes this waypost's writes (it "
+                             f"needs writers of schema {state.min_writer} or newer): upgrade "
+                             "waypost on this host")
+        return Diagnosis(name="schema", status=Status.FAIL,
+                         detail=f"{newer}, and it takes writes only from a waypost that knows"
+                         f" schema {state.min_writer or state.version} or newer: this host "
+                         "may read it, not write to it; upgrade waypost on this host")
     return Diagnosis(name="schema", status=Status.FAIL,
                      detail=f"version {state.version}, but this waypost needs {state.latest}: "
                      "run waypost migrate")

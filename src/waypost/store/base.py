@@ -3,16 +3,25 @@
 from __future__ import annotations
 
 import enum
+import math
+import os
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from datetime import datetime
 from types import TracebackType
-from typing import Self, TypeVar
+from typing import Any, Self, TypeVar
 
 import msgspec
 
 from waypost.core.writes import Deferral, Due, RunWrite, Snapshot
-from waypost.errors import InvalidInput, StaleLease, StoreError, VersionConflict
+from waypost.errors import (
+    IntegrityError,
+    InvalidInput,
+    Refused,
+    StaleLease,
+    StoreError,
+    VersionConflict,
+)
 from waypost.events import Event
 from waypost.model import TERMINAL, Delivery, OutboxItem, Packet, RelayInfo, State, Watcher
 
@@ -32,6 +41,131 @@ def check_moves(stored: _Moment | None, due: _Moment | None, *, now: _Moment) ->
     if stored is None or due is None:
         return True
     return due < stored or stored <= now
+
+
+DEFAULT_BUSY_TIMEOUT = 30.0  # seconds a write waits for another writer's lock: then StoreBusy
+MAX_BUSY_TIMEOUT = 3600.0
+BUSY_TIMEOUT_ENV = "WAYPOST_BUSY_TIMEOUT"
+
+
+def busy_timeout(seconds: float | None = None) -> float:
+    """How long a write waits for the store's lock in all, then fails with StoreBusy:
+    `seconds`, else `WAYPOST_BUSY_TIMEOUT` (seconds, or a duration such as 500ms or 2m),
+    else 30 s."""
+    if seconds is None:
+        text = os.environ.get(BUSY_TIMEOUT_ENV)
+        if not text:
+            return DEFAULT_BUSY_TIMEOUT
+        from waypost.durations import parse_duration
+
+        text = text.strip().lower()
+        try:  # parse_duration has no unit below the second
+            seconds = (float(text[:-2]) / 1000 if text.endswith("ms")
+                       else parse_duration(text))
+        except (InvalidInput, ValueError):
+            seconds = math.nan
+    if not 0 <= seconds <= MAX_BUSY_TIMEOUT:  # NaN fails both
+        raise InvalidInput(f"bad store busy timeout {seconds!r}: want 0 to "
+                           f"{MAX_BUSY_TIMEOUT:g} seconds",
+                           hint=f"set {BUSY_TIMEOUT_ENV} to e.g. 30s, 500ms or 2m")
+    return seconds
+
+
+class Skipped(msgspec.Struct, frozen=True, kw_only=True):
+    """A stored row a list read left out because it could not be read."""
+
+    run_id: str
+    reason: str
+
+
+def decode_packet(decoder: msgspec.json.Decoder[Packet], run_id: str,
+                  body: bytes | str) -> Packet:
+    """A stored packet; IntegrityError naming the run when it does not decode."""
+    try:
+        return decoder.decode(body)
+    except msgspec.MsgspecError as exc:
+        raise IntegrityError(
+            f"run {run_id}: its stored packet does not read: {exc}",
+            hint=f"check its history with: waypost verify {run_id}; the other runs are "
+            "unaffected (waypost ls names every run it has to skip)") from exc
+
+
+def readable_packets(decoder: msgspec.json.Decoder[Packet],
+                     rows: Iterable[Sequence[Any]],
+                     skipped: list[Skipped] | None) -> list[Packet]:
+    """The packets of rows (run id, packet JSON) that decode: a row that does not is left
+    out, and noted in `skipped` when given, so one bad row never hides the others."""
+    packets = []
+    for run_id, body in rows:
+        try:
+            packets.append(decoder.decode(body))
+        except msgspec.MsgspecError as exc:
+            if skipped is not None:
+                skipped.append(Skipped(run_id=run_id, reason=f"unreadable packet: {exc}"))
+    return packets
+
+
+DueRow = tuple[str, bytes | str, str, datetime]  # run id, packet JSON, head hash, due at
+
+
+def due_page(fetch: Callable[[tuple[datetime, str] | None, int], list[DueRow]],
+             decoder: msgspec.json.Decoder[Packet], *, after: tuple[datetime, str] | None,
+             limit: int, skipped: list[Skipped] | None) -> list[Due]:
+    """A page of `limit` due runs read with `fetch(after, limit)`, filled past the rows
+    that do not decode (each noted in `skipped`), so that a short page still means the
+    last one. Every fetch reads on past the rows before it: the loop is bounded."""
+    page: list[Due] = []
+    while True:
+        wanted = limit - len(page)
+        rows = fetch(after, wanted)
+        for run_id, body, head, due_at in rows:
+            try:
+                page.append(Due(decoder.decode(body), head, due_at))
+            except msgspec.MsgspecError as exc:
+                if skipped is not None:
+                    skipped.append(Skipped(run_id=run_id, reason=f"unreadable packet: {exc}"))
+        if len(rows) < wanted or len(page) >= limit:
+            return page
+        after = (rows[-1][3], rows[-1][0])
+
+
+# --- what a writer must know, and store-level settings ---------------------------------
+
+MIN_WRITER = "min_writer_version"  # the `meta` row: the oldest schema a writer may know
+SETTING_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_.-")
+MAX_SETTING_NAME = 64
+MAX_SETTING_VALUE = 4096
+
+
+def write_refusal(where: str, version: int, latest: int, min_writer: str | None) -> Refused | None:
+    """The error every write to a store at schema `version` gets from a waypost that knows
+    schema `latest`, or None when it may write. A newer schema says in `min_writer` (its
+    `meta` row) the oldest schema whose writers it still takes; one that says nothing is
+    taken as needing its own."""
+    if version <= latest:
+        return None
+    try:
+        needed = int(min_writer) if min_writer is not None else version
+    except ValueError:
+        needed = version
+    if needed <= latest:
+        return None
+    return Refused(
+        f"the store at {where} has schema version {version} and takes writes only from a "
+        f"waypost that knows schema {needed} or newer; this waypost knows schema {latest}: "
+        "it may read this store, not write to it",
+        hint="upgrade waypost on this host (pip install -U waypost)")
+
+
+def check_setting(name: str, value: str | None) -> None:
+    """Refuse a setting's name or value that is malformed or too long."""
+    if not name or len(name) > MAX_SETTING_NAME or not set(name) <= SETTING_NAME_CHARS:
+        raise InvalidInput(f"bad setting name {name[:80]!r}",
+                           hint=f"use at most {MAX_SETTING_NAME} of a-z, 0-9, _ . and -, "
+                           "e.g. limits.title")
+    if value is not None and (len(value) > MAX_SETTING_VALUE or "\x00" in value):
+        raise InvalidInput(f"bad value for setting {name}: at most {MAX_SETTING_VALUE} "
+                           "characters, no NUL")
 
 
 PRUNE_BATCH = 500  # runs deleted per transaction by `Store.prune`
@@ -72,6 +206,8 @@ class SchemaState(msgspec.Struct, frozen=True, kw_only=True):
     # the migrations this process applied when it opened the store; None on SQLite, which
     # upgrades itself on open
     applied_now: tuple[int, ...] | None = None
+    # the oldest schema whose waypost may still write to the store (None: it does not say)
+    min_writer: int | None = None
 
 
 class Status(enum.StrEnum):
@@ -178,8 +314,11 @@ class Store(ABC):
 
     @abstractmethod
     def list_runs(self, *, states: Collection[State] | None = None, owner: str | None = None,
-                  limit: int | None = None) -> list[Packet]:
-        """Packets, most recently updated first, filtered by state and owner."""
+                  limit: int | None = None,
+                  skipped: list[Skipped] | None = None) -> list[Packet]:
+        """Packets, most recently updated first, filtered by state and owner. A row that
+        does not decode is left out (one bad row never hides the others) and noted in
+        `skipped`, when given."""
 
     @abstractmethod
     def run_ids(self) -> list[str]:
@@ -279,13 +418,16 @@ class Store(ABC):
 
     @abstractmethod
     def due_runs(self, *, now: datetime, owner: str | None = None,
-                 after: tuple[datetime, str] | None = None, limit: int = 500) -> list[Due]:
+                 after: tuple[datetime, str] | None = None, limit: int = 500,
+                 skipped: list[Skipped] | None = None) -> list[Due]:
         """Runs whose stored `next_check_at` is at or before `now`, ordered by
         (`next_check_at`, id), at most `limit`; only that owner's with `owner`.
 
         `after` = (`due_at`, run id) of the last row of the previous page: only rows after
         it (keyset paging). Read through the index on `next_check_at`: the cost grows with
         the due runs, never with the stored runs. Runs with no next check never match.
+        A row that does not decode is left out and noted in `skipped` (when given); the
+        page is filled past it, so fewer than `limit` rows still means the last page.
         """
 
     @abstractmethod
@@ -345,6 +487,21 @@ class Store(ABC):
     # --- operations -------------------------------------------------------------------
 
     @abstractmethod
+    def initialise(self) -> None:
+        """Create the store now, its schema current, if it does not exist yet (`waypost
+        init`); one that exists is left as it is. Opening a store never creates it."""
+
+    @abstractmethod
+    def settings(self) -> dict[str, str]:
+        """The store-level settings (name → value), the same for every process using the
+        store. Read it when a rule needs it: nothing on the heartbeat's path does."""
+
+    @abstractmethod
+    def put_setting(self, name: str, value: str | None) -> None:
+        """Set a store-level setting (None removes it); InvalidInput for a malformed name
+        or value (`check_setting`)."""
+
+    @abstractmethod
     def schema_state(self) -> SchemaState:
         """The store's schema version against the newest this waypost ships."""
 
@@ -359,6 +516,19 @@ class Store(ABC):
 
     def get(self, run_id: str) -> Packet:
         return self.load(run_id).packet
+
+    def rows_diagnosis(self) -> Diagnosis:
+        """Whether every run's stored packet reads (`doctor`): one that does not is left
+        out of every list, and its own reads fail naming it."""
+        skipped: list[Skipped] = []
+        count = len(self.list_runs(skipped=skipped))
+        if not skipped:
+            return Diagnosis(name="runs", status=Status.OK, detail=f"{count} run(s) read")
+        named = "; ".join(f"{s.run_id} ({s.reason[:160]})" for s in skipped[:10])
+        more = f" and {len(skipped) - 10} more" if len(skipped) > 10 else ""
+        return Diagnosis(name="runs", status=Status.FAIL,
+                         detail=f"{len(skipped)} of {count + len(skipped)} run(s) do not "
+                         f"read: {named}{more}; restore them from a backup")
 
     def __enter__(self) -> Self:
         return self
