@@ -12,7 +12,8 @@ from tests.helpers import FakeClock
 from waypost import runs
 from waypost.core.history import verify_run
 from waypost.model import Kind
-from waypost.store.sqlite import SCHEMA_VERSION, SqliteStore, _migrations, run_script
+from waypost.store.sqlite import SqliteStore
+from waypost.store.sqlite_setup import SCHEMA_VERSION, migrations, run_script
 
 COPIED = ("runs", "events", "outbox", "relays", "watchers", "blobs")
 
@@ -25,7 +26,7 @@ def _as_version_5(current: Path, old: Path) -> None:
     """A copy of `current` in the schema of version 5, the rows carried over."""
     db = sqlite3.connect(old, isolation_level=None)
     db.execute("BEGIN")
-    for script in _migrations()[:5]:
+    for script in migrations()[:5]:
         run_script(db, script)
     db.execute("PRAGMA user_version = 5")
     db.execute("ATTACH DATABASE ? AS current", (str(current),))
@@ -101,7 +102,7 @@ def test_a_migrated_schema_equals_a_fresh_one(tmp_path: Path, start: int) -> Non
     SqliteStore(tmp_path / "fresh.db").close()
     with closing(sqlite3.connect(tmp_path / "old.db", isolation_level=None)) as db:
         db.execute("BEGIN")
-        for script in _migrations()[:start]:
+        for script in migrations()[:start]:
             run_script(db, script)
         db.execute(f"PRAGMA user_version = {start}")
         db.execute("COMMIT")

@@ -52,23 +52,28 @@ def busy_timeout(seconds: float | None = None) -> float:
     """How long a write waits for the store's lock in all, then fails with StoreBusy:
     `seconds`, else `WAYPOST_BUSY_TIMEOUT` (seconds, or a duration such as 500ms or 2m),
     else 30 s."""
+    said = f"busy timeout {seconds!r}"
     if seconds is None:
         text = os.environ.get(BUSY_TIMEOUT_ENV)
         if not text:
             return DEFAULT_BUSY_TIMEOUT
-        from waypost.durations import parse_duration
-
-        text = text.strip().lower()
-        try:  # parse_duration has no unit below the second
-            seconds = (float(text[:-2]) / 1000 if text.endswith("ms")
-                       else parse_duration(text))
-        except (InvalidInput, ValueError):
-            seconds = math.nan
+        said = f"{BUSY_TIMEOUT_ENV}={text[:40]!r}"
+        seconds = _seconds(text.strip().lower())
     if not 0 <= seconds <= MAX_BUSY_TIMEOUT:  # NaN fails both
-        raise InvalidInput(f"bad store busy timeout {seconds!r}: want 0 to "
-                           f"{MAX_BUSY_TIMEOUT:g} seconds",
+        raise InvalidInput(f"bad store {said}: want 0 to {MAX_BUSY_TIMEOUT:g} seconds",
                            hint=f"set {BUSY_TIMEOUT_ENV} to e.g. 30s, 500ms or 2m")
     return seconds
+
+
+def _seconds(text: str) -> float:
+    """A duration's seconds (durations have no unit below the second: ms is read here);
+    NaN for what is none."""
+    from waypost.durations import parse_duration
+
+    try:
+        return float(text[:-2]) / 1000 if text.endswith("ms") else parse_duration(text)
+    except (InvalidInput, ValueError):
+        return math.nan
 
 
 class Skipped(msgspec.Struct, frozen=True, kw_only=True):

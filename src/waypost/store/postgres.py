@@ -440,8 +440,7 @@ class PostgresStore(Store):
                           detail=f"PostgreSQL {version.split()[0]}, schema {self.schema}, "
                           f"opened in {opened_ms:.0f} ms"),
                 skew_diagnosis(server_now - (before + (after - before) / 2), after - before,
-                               max_skew),
-                self.rows_diagnosis()]
+                               max_skew)]
 
     def close(self) -> None:
         self._pool.close()

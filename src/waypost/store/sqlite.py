@@ -36,7 +36,6 @@ from waypost.model import (
 )
 from waypost.store import sqlite_outbox, sqlite_watch
 from waypost.store.base import (
-    DEFAULT_BUSY_TIMEOUT,
     MIN_WRITER,
     AlwaysHeld,
     Diagnosis,
@@ -64,9 +63,7 @@ from waypost.store.sqlite_setup import (
     run_script,
 )
 
-BUSY_TIMEOUT_MS = int(DEFAULT_BUSY_TIMEOUT * 1000)  # unless WAYPOST_BUSY_TIMEOUT says
-_packet_decoder = json_decoder(Packet)  # shared with the watchdog's queries
-_migrations = migrations  # the name the schema tests know
+_packet_decoder = json_decoder(Packet)
 
 
 class SqliteStore(Store):
@@ -499,7 +496,7 @@ class SqliteStore(Store):
 
     def diagnose(self, *, opened_ms: float, max_skew: float) -> list[Diagnosis]:
         """How it opened, the durability settings every guarantee rests on, and whether
-        the file is whole (SQLite's quick_check) and every run's packet reads."""
+        the file is whole (SQLite's quick_check)."""
         with self._reading("check the file") as db:
             integrity = integrity_diagnosis(db)
         pragmas = self.pragmas()
@@ -515,7 +512,6 @@ class SqliteStore(Store):
                       detail=sync if sync == "full" else f"{sync}, not full: a power cut may "
                       "lose acknowledged writes"),
             integrity,
-            *([self.rows_diagnosis()] if integrity.status is Status.OK else []),
         ]
 
     def close(self) -> None:
