@@ -25,6 +25,7 @@ from waypost.errors import (
     IdempotencyConflict,
     IntegrityError,
     NotFound,
+    StoreBusy,
     StoreError,
     VersionConflict,
 )
@@ -132,9 +133,11 @@ class PostgresStore(Store):
                 else:
                     with conn.cursor() as cur:
                         yield cur
-        except PoolTimeout as exc:
-            raise StoreError(f"cannot {action}: no free connection ({exc})",
-                             hint="check the server with: waypost doctor") from exc
+        except PoolTimeout as exc:  # every pooled connection stayed in use: try again
+            raise StoreBusy(f"store busy, try again: no connection to {self.url} came free, "
+                            f"so this process could not {action} ({exc}); nothing was written",
+                            hint="try again; if it persists, check the server with: "
+                            "waypost doctor") from exc
 
     def _rows(self, action: str, query: LiteralString,
               params: Sequence[object] = ()) -> list[tuple[Any, ...]]:

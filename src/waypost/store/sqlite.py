@@ -20,6 +20,7 @@ from waypost.errors import (
     InvalidInput,
     NotFound,
     Refused,
+    StoreBusy,
     StoreError,
     VersionConflict,
     WaypostError,
@@ -36,6 +37,7 @@ from waypost.model import (
 )
 from waypost.store import sqlite_outbox, sqlite_watch
 from waypost.store.base import (
+    BUSY_TIMEOUT_ENV,
     MIN_WRITER,
     AlwaysHeld,
     Diagnosis,
@@ -160,10 +162,25 @@ class SqliteStore(Store):
                 "schema_version": version}
 
     @contextmanager
+    def _held(self, what: str) -> Iterator[None]:
+        """The store's lock. Another thread of this process may hold it through its own
+        wait for the file's lock: it is waited for as long as that (a second at least),
+        then StoreBusy."""
+        if not self._lock.acquire(timeout=max(self._busy_s, 1.0)):
+            raise StoreBusy(f"store busy, try again: other threads of this process kept the "
+                            f"store at {self.path} busy, so this one could not {what}; "
+                            "nothing was written",
+                            hint=f"try again; to wait longer, set {BUSY_TIMEOUT_ENV}")
+        try:
+            yield
+        finally:
+            self._lock.release()
+
+    @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
         """One short BEGIN IMMEDIATE transaction, the first of a new store creating it; a
         busy store is waited for (`begin_immediate`), then it is StoreBusy."""
-        with self._lock:
+        with self._held("write"):
             if self._refusal is not None:
                 raise self._refusal
             db = self._db if self._db is not None else self._open(create=True)
@@ -192,7 +209,7 @@ class SqliteStore(Store):
     @contextmanager
     def _reading(self, what: str) -> Iterator[sqlite3.Connection]:
         """The connection under the lock, driver errors made the errors a user can act on."""
-        with self._lock:
+        with self._held(what):
             db = self._connection()
             try:
                 yield db
@@ -466,7 +483,7 @@ class SqliteStore(Store):
     # --- settings and operations ------------------------------------------------------
 
     def initialise(self) -> None:
-        with self._lock:
+        with self._held("create the store"):
             if self._db is None:
                 self._open(create=True)
 
@@ -492,7 +509,8 @@ class SqliteStore(Store):
             (version,) = db.execute("PRAGMA user_version").fetchone()
             min_writer = self._meta(db, MIN_WRITER)
         return SchemaState(version=version, latest=SCHEMA_VERSION,
-                           min_writer=int(min_writer) if min_writer else None)
+                           min_writer=int(min_writer) if min_writer and min_writer.isdigit()
+                           else None)
 
     def diagnose(self, *, opened_ms: float, max_skew: float) -> list[Diagnosis]:
         """How it opened, the durability settings every guarantee rests on, and whether
