@@ -15,9 +15,9 @@ from waypost import runs
 from waypost.errors import IntegrityError, Refused, StoreBusy
 from waypost.model import Kind
 from waypost.store import open_postgres
-from waypost.store.base import Skipped
 from waypost.store.postgres import PostgresStore
 from waypost.store.postgres_setup import latest_version, parse_url
+from waypost.store.rows import Skipped
 
 
 @pytest.fixture

@@ -52,7 +52,7 @@ def show(ctx: Ctx, run_id: str, as_md: bool, public: bool) -> None:
 def ls_(ctx: Ctx, states: Sequence[str], owner: str | None, show_all: bool, limit: int) -> None:
     """The board: active runs, most recently updated first."""
     from waypost.cli import render
-    from waypost.store.base import Skipped
+    from waypost.store.rows import Skipped
     from waypost.views import observe_runs
 
     wanted = parse_states(states) or (None if show_all else [s for s in State if s not in TERMINAL])

@@ -3,27 +3,19 @@
 from __future__ import annotations
 
 import enum
-import math
-import os
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from datetime import datetime
 from types import TracebackType
-from typing import Any, Self, TypeVar
+from typing import Self, TypeVar
 
 import msgspec
 
 from waypost.core.writes import Deferral, Due, RunWrite, Snapshot
-from waypost.errors import (
-    IntegrityError,
-    InvalidInput,
-    Refused,
-    StaleLease,
-    StoreError,
-    VersionConflict,
-)
+from waypost.errors import InvalidInput, StaleLease, StoreError, VersionConflict
 from waypost.events import Event
 from waypost.model import TERMINAL, Delivery, OutboxItem, Packet, RelayInfo, State, Watcher
+from waypost.store.rows import Skipped
 
 _Moment = TypeVar("_Moment", float, datetime)  # unix time (SQLite) or datetime (PostgreSQL)
 
@@ -41,136 +33,6 @@ def check_moves(stored: _Moment | None, due: _Moment | None, *, now: _Moment) ->
     if stored is None or due is None:
         return True
     return due < stored or stored <= now
-
-
-DEFAULT_BUSY_TIMEOUT = 30.0  # seconds a write waits for another writer's lock: then StoreBusy
-MAX_BUSY_TIMEOUT = 3600.0
-BUSY_TIMEOUT_ENV = "WAYPOST_BUSY_TIMEOUT"
-
-
-def busy_timeout(seconds: float | None = None) -> float:
-    """How long a write waits for the store's lock in all, then fails with StoreBusy:
-    `seconds`, else `WAYPOST_BUSY_TIMEOUT` (seconds, or a duration such as 500ms or 2m),
-    else 30 s."""
-    said = f"busy timeout {seconds!r}"
-    if seconds is None:
-        text = os.environ.get(BUSY_TIMEOUT_ENV)
-        if not text:
-            return DEFAULT_BUSY_TIMEOUT
-        said = f"{BUSY_TIMEOUT_ENV}={text[:40]!r}"
-        seconds = _seconds(text.strip().lower())
-    if not 0 <= seconds <= MAX_BUSY_TIMEOUT:  # NaN fails both
-        raise InvalidInput(f"bad store {said}: want 0 to {MAX_BUSY_TIMEOUT:g} seconds",
-                           hint=f"set {BUSY_TIMEOUT_ENV} to e.g. 30s, 500ms or 2m")
-    return seconds
-
-
-def _seconds(text: str) -> float:
-    """A duration's seconds (durations have no unit below the second: ms is read here);
-    NaN for what is none."""
-    from waypost.durations import parse_duration
-
-    try:
-        return float(text[:-2]) / 1000 if text.endswith("ms") else parse_duration(text)
-    except (InvalidInput, ValueError):
-        return math.nan
-
-
-class Skipped(msgspec.Struct, frozen=True, kw_only=True):
-    """A stored row a list read left out because it could not be read."""
-
-    run_id: str
-    reason: str
-
-
-def decode_packet(decoder: msgspec.json.Decoder[Packet], run_id: str,
-                  body: bytes | str) -> Packet:
-    """A stored packet; IntegrityError naming the run when it does not decode."""
-    try:
-        return decoder.decode(body)
-    except msgspec.MsgspecError as exc:
-        raise IntegrityError(
-            f"run {run_id}: its stored packet does not read: {exc}",
-            hint=f"check its history with: waypost verify {run_id}; the other runs are "
-            "unaffected (waypost ls names every run it has to skip)") from exc
-
-
-def readable_packets(decoder: msgspec.json.Decoder[Packet],
-                     rows: Iterable[Sequence[Any]],
-                     skipped: list[Skipped] | None) -> list[Packet]:
-    """The packets of rows (run id, packet JSON) that decode: a row that does not is left
-    out, and noted in `skipped` when given, so one bad row never hides the others."""
-    packets = []
-    for run_id, body in rows:
-        try:
-            packets.append(decoder.decode(body))
-        except msgspec.MsgspecError as exc:
-            if skipped is not None:
-                skipped.append(Skipped(run_id=run_id, reason=f"unreadable packet: {exc}"))
-    return packets
-
-
-DueRow = tuple[str, bytes | str, str, datetime]  # run id, packet JSON, head hash, due at
-
-
-def due_page(fetch: Callable[[tuple[datetime, str] | None, int], list[DueRow]],
-             decoder: msgspec.json.Decoder[Packet], *, after: tuple[datetime, str] | None,
-             limit: int, skipped: list[Skipped] | None) -> list[Due]:
-    """A page of `limit` due runs read with `fetch(after, limit)`, filled past the rows
-    that do not decode (each noted in `skipped`), so that a short page still means the
-    last one. Every fetch reads on past the rows before it: the loop is bounded."""
-    page: list[Due] = []
-    while True:
-        wanted = limit - len(page)
-        rows = fetch(after, wanted)
-        for run_id, body, head, due_at in rows:
-            try:
-                page.append(Due(decoder.decode(body), head, due_at))
-            except msgspec.MsgspecError as exc:
-                if skipped is not None:
-                    skipped.append(Skipped(run_id=run_id, reason=f"unreadable packet: {exc}"))
-        if len(rows) < wanted or len(page) >= limit:
-            return page
-        after = (rows[-1][3], rows[-1][0])
-
-
-# --- what a writer must know, and store-level settings ---------------------------------
-
-MIN_WRITER = "min_writer_version"  # the `meta` row: the oldest schema a writer may know
-SETTING_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_.-")
-MAX_SETTING_NAME = 64
-MAX_SETTING_VALUE = 4096
-
-
-def write_refusal(where: str, version: int, latest: int, min_writer: str | None) -> Refused | None:
-    """The error every write to a store at schema `version` gets from a waypost that knows
-    schema `latest`, or None when it may write. A newer schema says in `min_writer` (its
-    `meta` row) the oldest schema whose writers it still takes; one that says nothing is
-    taken as needing its own."""
-    if version <= latest:
-        return None
-    try:
-        needed = int(min_writer) if min_writer is not None else version
-    except ValueError:
-        needed = version
-    if needed <= latest:
-        return None
-    return Refused(
-        f"the store at {where} has schema version {version} and takes writes only from a "
-        f"waypost that knows schema {needed} or newer; this waypost knows schema {latest}: "
-        "it may read this store, not write to it",
-        hint="upgrade waypost on this host (pip install -U waypost)")
-
-
-def check_setting(name: str, value: str | None) -> None:
-    """Refuse a setting's name or value that is malformed or too long."""
-    if not name or len(name) > MAX_SETTING_NAME or not set(name) <= SETTING_NAME_CHARS:
-        raise InvalidInput(f"bad setting name {name[:80]!r}",
-                           hint=f"use at most {MAX_SETTING_NAME} of a-z, 0-9, _ . and -, "
-                           "e.g. limits.title")
-    if value is not None and (len(value) > MAX_SETTING_VALUE or "\x00" in value):
-        raise InvalidInput(f"bad value for setting {name}: at most {MAX_SETTING_VALUE} "
-                           "characters, no NUL")
 
 
 PRUNE_BATCH = 500  # runs deleted per transaction by `Store.prune`

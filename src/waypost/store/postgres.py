@@ -33,19 +33,9 @@ from waypost.events import Event
 from waypost.model import Delivery, Packet, RelayInfo, State, Watcher, to_json
 from waypost.store import postgres_outbox as outbox_sql
 from waypost.store import postgres_watch as watch_sql
-from waypost.store.base import (
-    Diagnosis,
-    DueRow,
-    SchemaState,
-    Skipped,
-    Status,
-    Store,
-    check_setting,
-    decode_packet,
-    due_page,
-    readable_packets,
-)
-from waypost.store.base import busy_timeout as busy_timeout_setting
+from waypost.store.base import Diagnosis, SchemaState, Status, Store
+from waypost.store.limits import busy_timeout as busy_timeout_setting
+from waypost.store.limits import check_setting
 from waypost.store.postgres_live import AdvisoryLock, RunListener, driver_errors
 from waypost.store.postgres_setup import (
     CONNECT_TIMEOUT,
@@ -57,6 +47,7 @@ from waypost.store.postgres_setup import (
     skew_diagnosis,
     writer_refusal,
 )
+from waypost.store.rows import DueRow, Skipped, decode_packet, due_page, readable_packets
 
 POOL_MAX_SIZE = 8
 _packet_decoder = msgspec.json.Decoder(Packet)

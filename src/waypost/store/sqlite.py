@@ -5,9 +5,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import time
-from _thread import RLock  # what threading.RLock is, without importing threading
-from collections.abc import Collection, Iterator, Sequence
-from contextlib import contextmanager, suppress
+from collections.abc import Collection, Sequence
 from datetime import datetime
 
 import msgspec
@@ -17,13 +15,9 @@ from waypost.core.writes import Deferral, Due, RunWrite, Snapshot, in_force
 from waypost.errors import (
     IdempotencyConflict,
     IntegrityError,
-    InvalidInput,
     NotFound,
-    Refused,
-    StoreBusy,
     StoreError,
     VersionConflict,
-    WaypostError,
 )
 from waypost.events import Event
 from waypost.model import (
@@ -37,39 +31,23 @@ from waypost.model import (
 )
 from waypost.store import sqlite_outbox, sqlite_watch
 from waypost.store.base import (
-    BUSY_TIMEOUT_ENV,
-    MIN_WRITER,
     AlwaysHeld,
     Diagnosis,
-    DueRow,
     SchemaState,
-    Skipped,
     Status,
     Store,
     check_moves,
-    check_setting,
-    decode_packet,
-    due_page,
-    readable_packets,
-    write_refusal,
 )
-from waypost.store.base import busy_timeout as busy_timeout_setting
-from waypost.store.sqlite_setup import (
-    SCHEMA_VERSION,
-    begin_immediate,
-    connect,
-    driver_error,
-    existing_store,
-    integrity_diagnosis,
-    migrations,
-    run_script,
-)
+from waypost.store.limits import MIN_WRITER, check_setting
+from waypost.store.limits import busy_timeout as busy_timeout_setting
+from waypost.store.rows import DueRow, Skipped, decode_packet, due_page, readable_packets
+from waypost.store.sqlite_setup import SCHEMA_VERSION, StoreFile, integrity_diagnosis
 
 _packet_decoder = json_decoder(Packet)
 
 
 class SqliteStore(Store):
-    """One connection, guarded by a lock so threads may share the store.
+    """One connection, guarded by a lock so threads may share the store (`StoreFile`).
 
     A path with nothing there is given a new store, or without `create` (the CLI's way) is
     left alone: reads find no store (NotFound), and the first write creates the file and
@@ -83,75 +61,15 @@ class SqliteStore(Store):
         # slash, and "" is "." (which SQLite refuses) rather than a throwaway database
         self.path = os.path.normpath(os.fspath(path))
         self.url = f"sqlite:///{self.path}"
-        self._lock = RLock()
-        self._busy_s = busy_timeout_setting(busy_timeout)
-        self._db: sqlite3.Connection | None = None
-        self._refusal: Refused | None = None  # why writes are refused, when they are
-        if existing_store(self.path):
-            self._open(create=False)
-        elif create:
-            self._open(create=True)
+        self._file = StoreFile(self.path, create=create,
+                               busy_s=busy_timeout_setting(busy_timeout))
+        self._reading, self._writing = self._file.reading, self._file.writing
 
-    # --- setup ------------------------------------------------------------------------
-
-    def _open(self, *, create: bool) -> sqlite3.Connection:
-        try:
-            db = connect(self.path, create=create, busy_s=self._busy_s)
-        except (OSError, sqlite3.Error) as exc:
-            raise StoreError(f"cannot open the SQLite store at {self.path}: {exc}",
-                             hint="check the path and its folder's permissions") from exc
-        self._db = db
-        try:
-            db.execute("PRAGMA synchronous = FULL")
-            (version,) = db.execute("PRAGMA user_version").fetchone()
-            if version < SCHEMA_VERSION:
-                self._migrate()
-            elif version > SCHEMA_VERSION:
-                self._refusal = write_refusal(self.path, version, SCHEMA_VERSION,
-                                              self._meta(db, MIN_WRITER))
-        except sqlite3.Error as exc:
-            self._db = None
-            db.close()
-            raise self._error(exc, "open it") from exc
-        except BaseException:
-            self._db = None
-            db.close()
-            raise
+    @property
+    def _db(self) -> sqlite3.Connection | None:
+        """The connection (None until the store exists), for tests that tune it."""
+        db: sqlite3.Connection | None = self._file.db
         return db
-
-    def _migrate(self) -> None:
-        db = self._connection()
-        if db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
-            db.execute("PRAGMA journal_mode = WAL")
-        with self._write() as db:
-            (current,) = db.execute("PRAGMA user_version").fetchone()
-            if current == 0 and db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
-                raise InvalidInput(f"{self.path} is a SQLite database, but not a waypost "
-                                   "store: it has tables of its own",
-                                   hint="point --store / WAYPOST_URL at a waypost store")
-            for number, script in enumerate(migrations(), start=1):
-                if number > current:
-                    run_script(db, script)
-            if current < SCHEMA_VERSION:
-                db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-
-    @staticmethod
-    def _meta(db: sqlite3.Connection, name: str) -> str | None:
-        try:
-            row = db.execute("SELECT value FROM meta WHERE name = ?", (name,)).fetchone()
-        except sqlite3.OperationalError:  # no meta table: a schema that says nothing
-            return None
-        return None if row is None else str(row[0])
-
-    def _connection(self) -> sqlite3.Connection:
-        """The open connection; NotFound while no store file exists (reads create none)."""
-        if self._db is None:
-            raise NotFound(f"no waypost store at {self.path}",
-                           hint=f"create it with: waypost init --store {self.path}")
-        return self._db
-
-    def _error(self, exc: sqlite3.Error, what: str) -> WaypostError:
-        return driver_error(exc, self.path, what, self._busy_s)
 
     def pragmas(self) -> dict[str, object]:
         with self._reading("read its settings") as db:
@@ -160,61 +78,6 @@ class SqliteStore(Store):
             (version,) = db.execute("PRAGMA user_version").fetchone()
         return {"journal_mode": journal, "synchronous": {2: "full"}.get(sync, sync),
                 "schema_version": version}
-
-    @contextmanager
-    def _held(self, what: str) -> Iterator[None]:
-        """The store's lock. Another thread of this process may hold it through its own
-        wait for the file's lock: it is waited for as long as that (a second at least),
-        then StoreBusy."""
-        if not self._lock.acquire(timeout=max(self._busy_s, 1.0)):
-            raise StoreBusy(f"store busy, try again: other threads of this process kept the "
-                            f"store at {self.path} busy, so this one could not {what}; "
-                            "nothing was written",
-                            hint=f"try again; to wait longer, set {BUSY_TIMEOUT_ENV}")
-        try:
-            yield
-        finally:
-            self._lock.release()
-
-    @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
-        """One short BEGIN IMMEDIATE transaction, the first of a new store creating it; a
-        busy store is waited for (`begin_immediate`), then it is StoreBusy."""
-        with self._held("write"):
-            if self._refusal is not None:
-                raise self._refusal
-            db = self._db if self._db is not None else self._open(create=True)
-            begin_immediate(db, self._busy_s)
-            try:
-                yield db
-                db.execute("COMMIT")
-            except BaseException:
-                # SQLite may have rolled back already (a full disk does): a failing ROLLBACK
-                # must not hide why
-                if db.in_transaction:
-                    with suppress(sqlite3.Error):
-                        db.execute("ROLLBACK")
-                raise
-
-    @contextmanager
-    def _writing(self, what: str) -> Iterator[sqlite3.Connection]:
-        """`_write`, with driver errors made the errors a user can act on, naming what
-        was attempted."""
-        try:
-            with self._write() as db:
-                yield db
-        except sqlite3.Error as exc:
-            raise self._error(exc, what) from exc
-
-    @contextmanager
-    def _reading(self, what: str) -> Iterator[sqlite3.Connection]:
-        """The connection under the lock, driver errors made the errors a user can act on."""
-        with self._held(what):
-            db = self._connection()
-            try:
-                yield db
-            except sqlite3.Error as exc:
-                raise self._error(exc, what) from exc
 
     # --- writes -----------------------------------------------------------------------
 
@@ -483,9 +346,7 @@ class SqliteStore(Store):
     # --- settings and operations ------------------------------------------------------
 
     def initialise(self) -> None:
-        with self._held("create the store"):
-            if self._db is None:
-                self._open(create=True)
+        self._file.create()
 
     def settings(self) -> dict[str, str]:
         if self._db is None:
@@ -507,7 +368,7 @@ class SqliteStore(Store):
         """SQLite upgrades itself whenever it is opened: nothing is applied on request."""
         with self._reading("read its schema") as db:
             (version,) = db.execute("PRAGMA user_version").fetchone()
-            min_writer = self._meta(db, MIN_WRITER)
+            min_writer = StoreFile.meta(db, MIN_WRITER)
         return SchemaState(version=version, latest=SCHEMA_VERSION,
                            min_writer=int(min_writer) if min_writer and min_writer.isdigit()
                            else None)
@@ -533,6 +394,4 @@ class SqliteStore(Store):
         ]
 
     def close(self) -> None:
-        with self._lock:
-            if self._db is not None:
-                self._db.close()
+        self._file.close()

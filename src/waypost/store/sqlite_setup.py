@@ -1,4 +1,4 @@
-"""Where a SQLite store lives and what its driver's errors mean.
+"""Where a SQLite store lives, its file and connection, and what its driver's errors mean.
 
 A store is one regular, non-empty SQLite file. Opening one never creates anything: a path
 with nothing there is a store not made yet (its first write makes it, `waypost init` at
@@ -13,15 +13,21 @@ import os
 import sqlite3
 import stat
 import time
+from _thread import RLock  # what threading.RLock is, without importing threading
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 
 from waypost.errors import (
     IntegrityError,
     InvalidInput,
+    NotFound,
+    Refused,
     StoreBusy,
     StoreError,
     WaypostError,
 )
-from waypost.store.base import BUSY_TIMEOUT_ENV, Diagnosis, Status
+from waypost.store.base import Diagnosis, Status
+from waypost.store.limits import BUSY_TIMEOUT_ENV, MIN_WRITER, write_refusal
 
 SCHEMA_VERSION = 7
 MIGRATIONS = ("sqlite.sql", "sqlite_2_outbox.sql", "sqlite_3_delivery.sql",
@@ -146,3 +152,150 @@ def integrity_diagnosis(db: sqlite3.Connection) -> Diagnosis:
     return Diagnosis(name="integrity", status=Status.FAIL,
                      detail=f"the file is damaged ({'; '.join(found)[:500]}): restore it "
                      "from a backup; `waypost verify` names the runs it can still read")
+
+
+class StoreFile:
+    """A store's file and its one connection, guarded by a lock so threads may share it:
+    opened, created and migrated here, and every driver error made the error a user can
+    act on (`driver_error`).
+
+    A path with nothing there is given a new store at once with `create`, else by its first
+    write (reads find no store: NotFound). A store whose schema is newer than this waypost
+    knows is read, and written only if it says older writers may (`refusal`)."""
+
+    def __init__(self, path: str, *, create: bool, busy_s: float) -> None:
+        self.path = path
+        self._lock = RLock()
+        self._busy_s = busy_s
+        self.db: sqlite3.Connection | None = None
+        self.refusal: Refused | None = None  # why writes are refused, when they are
+        if existing_store(path):
+            self.open(create=False)
+        elif create:
+            self.open(create=True)
+
+    def open(self, *, create: bool) -> sqlite3.Connection:
+        """Connect, and bring the schema up to date (or note why writes are refused)."""
+        try:
+            db = connect(self.path, create=create, busy_s=self._busy_s)
+        except (OSError, sqlite3.Error) as exc:
+            raise StoreError(f"cannot open the SQLite store at {self.path}: {exc}",
+                             hint="check the path and its folder's permissions") from exc
+        self.db = db
+        try:
+            db.execute("PRAGMA synchronous = FULL")
+            (version,) = db.execute("PRAGMA user_version").fetchone()
+            if version < SCHEMA_VERSION:
+                self._migrate()
+            elif version > SCHEMA_VERSION:
+                self.refusal = write_refusal(self.path, version, SCHEMA_VERSION,
+                                             self.meta(db, MIN_WRITER))
+        except sqlite3.Error as exc:
+            self.db = None
+            db.close()
+            raise self._error(exc, "open it") from exc
+        except BaseException:
+            self.db = None
+            db.close()
+            raise
+        return db
+
+    def _migrate(self) -> None:
+        db = self.connection()
+        if db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+            db.execute("PRAGMA journal_mode = WAL")
+        with self._write() as db:
+            (current,) = db.execute("PRAGMA user_version").fetchone()
+            if current == 0 and db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
+                raise InvalidInput(f"{self.path} is a SQLite database, but not a waypost "
+                                   "store: it has tables of its own",
+                                   hint="point --store / WAYPOST_URL at a waypost store")
+            for number, script in enumerate(migrations(), start=1):
+                if number > current:
+                    run_script(db, script)
+            if current < SCHEMA_VERSION:
+                db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+    @staticmethod
+    def meta(db: sqlite3.Connection, name: str) -> str | None:
+        try:
+            row = db.execute("SELECT value FROM meta WHERE name = ?", (name,)).fetchone()
+        except sqlite3.OperationalError:  # no meta table: a schema that says nothing
+            return None
+        return None if row is None else str(row[0])
+
+    def connection(self) -> sqlite3.Connection:
+        """The open connection; NotFound while no store file exists (reads create none)."""
+        if self.db is None:
+            raise NotFound(f"no waypost store at {self.path}",
+                           hint=f"create it with: waypost init --store {self.path}")
+        return self.db
+
+    def _error(self, exc: sqlite3.Error, what: str) -> WaypostError:
+        return driver_error(exc, self.path, what, self._busy_s)
+
+    @contextmanager
+    def held(self, what: str) -> Iterator[None]:
+        """The store's lock. Another thread of this process may hold it through its own
+        wait for the file's lock: it is waited for as long as that (a second at least),
+        then StoreBusy."""
+        if not self._lock.acquire(timeout=max(self._busy_s, 1.0)):
+            raise StoreBusy(f"store busy, try again: other threads of this process kept the "
+                            f"store at {self.path} busy, so this one could not {what}; "
+                            "nothing was written",
+                            hint=f"try again; to wait longer, set {BUSY_TIMEOUT_ENV}")
+        try:
+            yield
+        finally:
+            self._lock.release()
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """One short BEGIN IMMEDIATE transaction, the first of a new store creating it; a
+        busy store is waited for (`begin_immediate`), then it is StoreBusy."""
+        with self.held("write"):
+            if self.refusal is not None:
+                raise self.refusal
+            db = self.db if self.db is not None else self.open(create=True)
+            begin_immediate(db, self._busy_s)
+            try:
+                yield db
+                db.execute("COMMIT")
+            except BaseException:
+                # SQLite may have rolled back already (a full disk does): a failing ROLLBACK
+                # must not hide why
+                if db.in_transaction:
+                    with suppress(sqlite3.Error):
+                        db.execute("ROLLBACK")
+                raise
+
+    @contextmanager
+    def writing(self, what: str) -> Iterator[sqlite3.Connection]:
+        """`_write`, with driver errors made the errors a user can act on, naming what
+        was attempted."""
+        try:
+            with self._write() as db:
+                yield db
+        except sqlite3.Error as exc:
+            raise self._error(exc, what) from exc
+
+    @contextmanager
+    def reading(self, what: str) -> Iterator[sqlite3.Connection]:
+        """The connection under the lock, driver errors made the errors a user can act on."""
+        with self.held(what):
+            db = self.connection()
+            try:
+                yield db
+            except sqlite3.Error as exc:
+                raise self._error(exc, what) from exc
+
+    def create(self) -> None:
+        """Create the store now if it does not exist yet."""
+        with self.held("create the store"):
+            if self.db is None:
+                self.open(create=True)
+
+    def close(self) -> None:
+        with self._lock:  # whatever holds it ends: a close never fails
+            if self.db is not None:
+                self.db.close()
