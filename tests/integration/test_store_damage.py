@@ -135,6 +135,21 @@ def test_reads_of_a_damaged_store_fail_as_damage_never_as_a_bug(
     assert codes <= {0, 3}
 
 
+def test_a_damaged_history_fails_verify_naming_the_run(cli: Cli) -> None:
+    run_id, _ = _started(cli, 2)
+    with closing(sqlite3.connect(cli.store)) as db:
+        (root,) = db.execute("SELECT rootpage FROM sqlite_master WHERE name = 'events'"
+                             ).fetchone()
+    _damage_page(cli.store, root - 1)  # the events table's first page: every history read
+    for verb in (["verify", run_id], ["log", run_id]):
+        outcome = cli(*verb, "--json")
+        assert outcome.code == 3, (verb, outcome.err)
+        assert outcome.error()["code"] == "integrity"
+        assert run_id in outcome.error()["message"]
+        assert "damaged" in outcome.error()["message"]
+    assert cli("verify", "--json").code == 3
+
+
 def test_a_healthy_store_passes_doctor_with_its_rows(cli: Cli) -> None:
     _started(cli, 2)
     checks = {c["name"]: c for c in cli("doctor", "--json").json()["checks"]}
