@@ -64,6 +64,7 @@ def test_a_malformed_packet_row_is_named_and_the_board_still_lists_the_others(
         outcome = cli(*verb, "--json")
         assert outcome.code == 3, (verb, outcome.err)
         assert bad in outcome.error()["message"]
+    assert "1 of 3 run(s) do not verify" in cli("verify").err  # the others were verified
     assert cli("show", good[0]).code == 0
     assert cli("heartbeat", good[0]).code == 0
 
