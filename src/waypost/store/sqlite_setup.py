@@ -130,6 +130,11 @@ def driver_error(exc: sqlite3.Error, path: str, what: str, busy_s: float) -> Way
                           "before is intact",
                           hint=f"free space on the disk holding {os.path.dirname(path) or '.'}"
                           ", then try again")
+    if code == sqlite3.SQLITE_NOTADB:
+        return IntegrityError(f"{path} is not a SQLite database, or its first page is "
+                              f"damaged: cannot {what} ({exc})",
+                              hint="point --store / WAYPOST_URL at a waypost store; if this "
+                              "was one, restore it from a backup")
     if code in _DAMAGED or "Could not decode" in str(exc):
         return IntegrityError(f"the store at {path} is damaged: cannot {what}: {exc}",
                               hint="see what is damaged with: waypost doctor; restore the "
