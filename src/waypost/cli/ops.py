@@ -103,7 +103,7 @@ def _open_as_found(ctx: Ctx, postgres: bool) -> tuple[Store, float]:
     began = time.perf_counter()
     if postgres and ctx.store_url:
         store: Store = open_postgres(ctx.store_url, migrate_schema=False)
-    elif ctx.store_url and not Path(sqlite_path(ctx.store_url)).is_file():
+    elif ctx.store_url and not Path(sqlite_path(ctx.store_url)).exists():
         raise NotFound(f"no SQLite store at {sqlite_path(ctx.store_url)}",
                        hint=f"create it with: waypost init --store {ctx.store_url}")
     else:
