@@ -35,6 +35,7 @@ from waypost.errors import VersionConflict, WaypostError
 from waypost.events import AnyEventData, BlockerOpened
 from waypost.model import Packet, State, Watcher, WatcherRole
 from waypost.store.base import Store, SweeperLock
+from waypost.store.rows import Skipped
 
 DEFAULT_INTERVAL = 30.0
 LEASE_INTERVALS = 3  # a watcher's lease lasts this many intervals unless told otherwise
@@ -89,12 +90,14 @@ def sweep(store: Store, *, watcher_id: str, now: datetime | None = None,
     now = now or utcnow()
     relays, tally = _Relays(store, now), _Tally()
     after: tuple[datetime, str] | None = None
+    skipped: list[Skipped] = []  # rows that do not read: named, never stopping the sweep
     while True:
-        page = store.due_runs(now=now, owner=owner, after=after, limit=batch)
+        page = store.due_runs(now=now, owner=owner, after=after, limit=batch, skipped=skipped)
         _sweep_page(store, page, actor_of(watcher_id), now, relays, tally)
         if len(page) < batch:
             break
         after = (page[-1].due_at, page[-1].packet.id)
+    tally.errors += [f"{row.run_id}: skipped, {row.reason}" for row in skipped]
     return SweepReport(watcher=watcher_id, at=now, examined=tally.examined,
                        actions=tuple(tally.actions), deferred=tally.deferred,
                        errors=tuple(tally.errors))

@@ -13,7 +13,7 @@ import jsonschema
 import pytest
 
 from tests.helpers import Cli
-from waypost.errors import StoreError
+from waypost.errors import InvalidInput
 from waypost.store import STORE_DIR, STORE_FILE, find_default, open_store
 
 
@@ -218,7 +218,7 @@ def test_the_store_is_found_upward_and_a_path_is_taken_as_written(tmp_path: Path
         assert same.url == f"sqlite:///{store}"
     assert find_default(deep) == str(store)
     assert find_default(tmp_path) is None
-    with pytest.raises(StoreError, match=r"cannot open the SQLite store at \.: "):
+    with pytest.raises(InvalidInput, match=r"^\. is not a regular file"):
         open_store("sqlite:///")  # not a throwaway in-memory database
 
 

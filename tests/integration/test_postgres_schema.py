@@ -51,7 +51,9 @@ def _build(conn: psycopg.Connection[Any], schema: str, *stops: int | None) -> Ca
     conn.execute(f"SET search_path TO {schema}")
     for stop in stops:
         migrate(conn, schema, upto=stop)
-    return catalog(conn, schema)
+    found = catalog(conn, schema)
+    found["meta"] = conn.execute("SELECT name, value FROM meta ORDER BY 1").fetchall()
+    return found
 
 
 @pytest.mark.parametrize("start", range(1, len(migrations()) + 1))

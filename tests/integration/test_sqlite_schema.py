@@ -6,11 +6,14 @@ import sqlite3
 from contextlib import closing
 from pathlib import Path
 
+import pytest
+
 from tests.helpers import FakeClock
 from waypost import runs
 from waypost.core.history import verify_run
 from waypost.model import Kind
-from waypost.store.sqlite import SCHEMA_VERSION, SqliteStore, _migrations, run_script
+from waypost.store.sqlite import SqliteStore
+from waypost.store.sqlite_setup import SCHEMA_VERSION, migrations, run_script
 
 COPIED = ("runs", "events", "outbox", "relays", "watchers", "blobs")
 
@@ -23,7 +26,7 @@ def _as_version_5(current: Path, old: Path) -> None:
     """A copy of `current` in the schema of version 5, the rows carried over."""
     db = sqlite3.connect(old, isolation_level=None)
     db.execute("BEGIN")
-    for script in _migrations()[:5]:
+    for script in migrations()[:5]:
         run_script(db, script)
     db.execute("PRAGMA user_version = 5")
     db.execute("ATTACH DATABASE ? AS current", (str(current),))
@@ -55,7 +58,7 @@ def test_a_version_5_store_upgrades_and_every_run_still_verifies(
     assert "WITHOUT ROWID" in ddl
 
     with SqliteStore(tmp_path / "old.db") as store:
-        assert store.pragmas()["schema_version"] == SCHEMA_VERSION == 6
+        assert store.pragmas()["schema_version"] == SCHEMA_VERSION == 7
         assert {p.id: p for p in store.list_runs()} == before
         for run_id in made:
             verify_run(run_id, store.events(run_id), store.load(run_id).packet)
@@ -75,9 +78,35 @@ def test_a_version_5_store_upgrades_and_every_run_still_verifies(
     assert indexes == {"runs_state_updated", "runs_owner", "runs_next_check"}
 
 
-def test_a_busy_store_is_waited_for_a_minute_and_writes_are_durable(tmp_path: Path) -> None:
+def test_a_busy_store_is_waited_for_half_a_minute_and_writes_are_durable(
+        tmp_path: Path) -> None:
     with SqliteStore(tmp_path / "w.db") as store:
         db = store._db
-        assert db.execute("PRAGMA busy_timeout").fetchone() == (60_000,)
+        assert db is not None
+        assert db.execute("PRAGMA busy_timeout").fetchone() == (30_000,)
         assert db.execute("PRAGMA synchronous").fetchone() == (2,)  # FULL
         assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+
+
+def _definition(path: Path) -> tuple[list[tuple[str, str, str]], list[tuple[str, str]]]:
+    """The schema's definition (every table, index and trigger) and its meta rows."""
+    with closing(sqlite3.connect(path)) as db:
+        ddl = db.execute("SELECT type, name, sql FROM sqlite_master WHERE sql IS NOT NULL"
+                         " ORDER BY type, name").fetchall()
+        meta = db.execute("SELECT name, value FROM meta ORDER BY name").fetchall()
+    return ddl, meta
+
+
+@pytest.mark.parametrize("start", range(1, SCHEMA_VERSION))
+def test_a_migrated_schema_equals_a_fresh_one(tmp_path: Path, start: int) -> None:
+    SqliteStore(tmp_path / "fresh.db").close()
+    with closing(sqlite3.connect(tmp_path / "old.db", isolation_level=None)) as db:
+        db.execute("BEGIN")
+        for script in migrations()[:start]:
+            run_script(db, script)
+        db.execute(f"PRAGMA user_version = {start}")
+        db.execute("COMMIT")
+    SqliteStore(tmp_path / "old.db").close()
+    fresh = _definition(tmp_path / "fresh.db")
+    assert fresh[1] == [("min_writer_version", str(SCHEMA_VERSION))]
+    assert _definition(tmp_path / "old.db") == fresh

@@ -48,7 +48,8 @@ class Ctx:
     @property
     def store(self) -> Store:
         if self._store is None:
-            self._store = open_store(self.store_url)
+            # read verbs never create a store: the first write does
+            self._store = open_store(self.store_url, create=False)
         return self._store
 
     @functools.cached_property

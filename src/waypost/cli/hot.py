@@ -53,13 +53,18 @@ def show(ctx: Ctx, run_id: str, as_md: bool, public: bool) -> None:
 def ls_(ctx: Ctx, states: Sequence[str], owner: str | None, show_all: bool, limit: int) -> None:
     """The board: active runs, most recently updated first."""
     from waypost.cli import render
+    from waypost.store.rows import Skipped
     from waypost.views import observe_runs
 
     wanted = parse_states(states) or (None if show_all else [s for s in State if s not in TERMINAL])
     now = utcnow()
+    skipped: list[Skipped] = []  # rows that do not read: named, never hiding the others
     packets = observe_runs(ctx.store, ctx.store.list_runs(states=wanted, owner=owner,
-                                                      limit=limit), now)
-    ctx.emit({"runs": packets}, render.board(packets, now))
+                                                      limit=limit, skipped=skipped), now)
+    ctx.emit({"runs": packets, "skipped": skipped} if skipped else {"runs": packets},
+             render.board(packets, now))
+    for row in [] if ctx.json else skipped:
+        echo(f"waypost: skipped run {row.run_id}: {row.reason} (see: waypost doctor)", err=True)
 
 
 HOT = {v.name: v for v in (

@@ -11,7 +11,7 @@ import click
 from waypost import model, runs
 from waypost.cli.context import Ctx, duration, epoch_option, verb
 from waypost.durations import parse_deadline, utcnow
-from waypost.errors import RuleViolation
+from waypost.errors import IntegrityError, RuleViolation
 from waypost.model import to_json
 from waypost.store import STORE_DIR, STORE_FILE, find_default
 from waypost.views import observe_run
@@ -34,6 +34,7 @@ def init(ctx: Ctx, here: bool) -> None:
     url = ctx.store_url or str(mine)
     ctx.store_url = url
     store = ctx.store
+    store.initialise()
     folder = Path(getattr(store, "path", ".")).parent
     if folder.name == STORE_DIR and not (folder / ".gitignore").exists():
         (folder / ".gitignore").write_text("*\n")
@@ -171,12 +172,24 @@ def log(ctx: Ctx, run_id: str) -> None:
 @click.argument("run_id", metavar="[RUN]", required=False)
 @verb
 def verify(ctx: Ctx, run_id: str | None) -> None:
-    """Recompute hash chains and folds; exit 3 naming the first broken run and seq."""
+    """Recompute hash chains and folds; exit 3 naming each broken run (and seq)."""
     from waypost.core.history import verify_run
 
     ids = [run_id] if run_id else ctx.store.run_ids()
+    broken = []  # one run that does not verify (or read) never hides the others
     for rid in ids:
-        verify_run(rid, ctx.store.events(rid), ctx.store.get(rid))
+        try:
+            verify_run(rid, ctx.store.events(rid), ctx.store.get(rid))
+        except IntegrityError as exc:
+            if run_id:
+                raise
+            broken.append(exc.message)
+    if broken:
+        more = f"; and {len(broken) - 5} more" if len(broken) > 5 else ""
+        raise IntegrityError(f"{len(broken)} of {len(ids)} run(s) do not verify: "
+                             f"{'; '.join(broken[:5])}{more}",
+                             hint="see one with: waypost verify RUN; the store's state with: "
+                             "waypost doctor")
     ctx.emit({"verified": len(ids), "ok": True}, f"ok: {len(ids)} run(s) verified")
 
 

@@ -1,14 +1,16 @@
 """Operator verbs: `waypost migrate` brings a store's schema up to date now; `waypost doctor`
-checks what a store needs to be trusted: that it answers, its schema version, and what its
-backend checks of itself (`Store.diagnose`: durability settings on SQLite, the clock skew
-between this host and the database on PostgreSQL, where hosts compare times written by
-one another).
+checks what a store needs to be trusted: that it answers, its schema version (and whether
+this waypost may write to it), what its backend checks of itself (`Store.diagnose`:
+durability settings and the file's integrity on SQLite, the clock skew between this host
+and the database on PostgreSQL, where hosts compare times written by one another), and
+that every run's packet reads.
 """
 
 from __future__ import annotations
 
 import contextlib
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import click
@@ -51,9 +53,9 @@ def migrate(ctx: Ctx) -> None:
               help="Clock skew with the database above this fails (PostgreSQL).")
 @verb
 def doctor(ctx: Ctx, max_skew: str) -> None:
-    """Check the store: connection, schema version, durability (SQLite) and clock skew
-    (PostgreSQL). Exits 1 when a check fails. Never creates or migrates a PostgreSQL
-    schema."""
+    """Check the store: connection, schema version, durability and file integrity
+    (SQLite), clock skew (PostgreSQL), every run's packet. Exits 1 when a check fails.
+    Never creates a store, nor migrates a PostgreSQL schema."""
     url, checks = diagnose(ctx, duration(max_skew, "--max-skew") or 0.0)
     failed = [c.name for c in checks if c.status is Status.FAIL]
     summary = f"{len(failed)} check(s) failed: {', '.join(failed)}" if failed else "all good"
@@ -79,8 +81,17 @@ def diagnose(ctx: Ctx, max_skew: float) -> tuple[str, list[Diagnosis]]:
     with store if postgres else contextlib.nullcontext():
         connect, *settings = store.diagnose(opened_ms=elapsed_ms, max_skew=max_skew)
         schema = _schema_check(store.schema_state())
-        watchers = _watchers_check(store) if schema.status is Status.OK else []
-        return store.url, [connect, schema, *settings, *watchers]
+        rest = ([_guarded("runs", store.rows_diagnosis), _guarded("watchers", lambda:
+                 _watchers_check(store))] if schema.status is Status.OK else [])
+        return store.url, [connect, schema, *settings, *rest]
+
+
+def _guarded(name: str, check: Callable[[], Diagnosis]) -> Diagnosis:
+    """A check's finding, or its failure (a damaged store fails reads) as one."""
+    try:
+        return check()
+    except WaypostError as exc:
+        return Diagnosis(name=name, status=Status.FAIL, detail=exc.message)
 
 
 def _open_as_found(ctx: Ctx, postgres: bool) -> tuple[Store, float]:
@@ -92,7 +103,7 @@ def _open_as_found(ctx: Ctx, postgres: bool) -> tuple[Store, float]:
     began = time.perf_counter()
     if postgres and ctx.store_url:
         store: Store = open_postgres(ctx.store_url, migrate_schema=False)
-    elif ctx.store_url and not Path(sqlite_path(ctx.store_url)).is_file():
+    elif ctx.store_url and not Path(sqlite_path(ctx.store_url)).exists():
         raise NotFound(f"no SQLite store at {sqlite_path(ctx.store_url)}",
                        hint=f"create it with: waypost init --store {ctx.store_url}")
     else:
@@ -105,18 +116,25 @@ def _schema_check(state: SchemaState) -> Diagnosis:
         return Diagnosis(name="schema", status=Status.OK,
                          detail=f"version {state.version} (latest)")
     if state.version > state.latest:
-        return Diagnosis(name="schema", status=Status.WARN,
-                         detail=f"version {state.version} is newer than this waypost knows "
-                         f"({state.latest}): upgrade waypost on this host")
+        newer = f"version {state.version} is newer than this waypost knows ({state.latest})"
+        if state.min_writer is not None and state.min_writer <= state.latest:
+            return Diagnosis(name="schema", status=Status.WARN,
+                             detail=f"{newer}; it still takes this waypost's writes (it "
+                             f"needs writers of schema {state.min_writer} or newer): upgrade "
+                             "waypost on this host")
+        return Diagnosis(name="schema", status=Status.FAIL,
+                         detail=f"{newer}, and it takes writes only from a waypost that knows"
+                         f" schema {state.min_writer or state.version} or newer: this host "
+                         "may read it, not write to it; upgrade waypost on this host")
     return Diagnosis(name="schema", status=Status.FAIL,
                      detail=f"version {state.version}, but this waypost needs {state.latest}: "
                      "run waypost migrate")
 
 
-def _watchers_check(store: Store) -> list[Diagnosis]:
+def _watchers_check(store: Store) -> Diagnosis:
     """The live watchers and their roles: what covers the runs (never a failure)."""
     live = [f"{w.id} {w.role.value} ({f'runs of {w.owner}' if w.owner else 'every run'})"
             for w in store.watchers(now=utcnow())]
     detail = (", ".join(live) if live else
               "none running: nobody notices a silent worker (start one: waypost watch)")
-    return [Diagnosis(name="watchers", status=Status.OK, detail=detail)]
+    return Diagnosis(name="watchers", status=Status.OK, detail=detail)

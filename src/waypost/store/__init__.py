@@ -27,8 +27,9 @@ def find_default(start: str | os.PathLike[str] | None = None) -> str | None:
     return find_upward(os.path.join(STORE_DIR, STORE_FILE), start)
 
 
-def open_store(url: str | None = None) -> Store:
-    """Open (creating and migrating if needed) the store at `url`."""
+def open_store(url: str | None = None, *, create: bool = True) -> Store:
+    """Open (migrating if needed) the store at `url`. A SQLite file that does not exist yet
+    is created now, or without `create` by its first write (a read finds no store)."""
     url = url or os.environ.get("WAYPOST_URL") or None
     if url is None:
         found = find_default()
@@ -42,7 +43,7 @@ def open_store(url: str | None = None) -> Store:
         return open_postgres(url)
     from waypost.store.sqlite import SqliteStore
 
-    return SqliteStore(sqlite_path(url))
+    return SqliteStore(sqlite_path(url), create=create)
 
 
 def sqlite_path(url: str) -> str:

@@ -15,6 +15,7 @@ from waypost.core.writes import Deferral, Due, RunWrite, Snapshot
 from waypost.errors import InvalidInput, StaleLease, StoreError, VersionConflict
 from waypost.events import Event
 from waypost.model import TERMINAL, Delivery, OutboxItem, Packet, RelayInfo, State, Watcher
+from waypost.store.rows import Skipped
 
 _Moment = TypeVar("_Moment", float, datetime)  # unix time (SQLite) or datetime (PostgreSQL)
 
@@ -72,6 +73,8 @@ class SchemaState(msgspec.Struct, frozen=True, kw_only=True):
     # the migrations this process applied when it opened the store; None on SQLite, which
     # upgrades itself on open
     applied_now: tuple[int, ...] | None = None
+    # the oldest schema whose waypost may still write to the store (None: it does not say)
+    min_writer: int | None = None
 
 
 class Status(enum.StrEnum):
@@ -178,8 +181,11 @@ class Store(ABC):
 
     @abstractmethod
     def list_runs(self, *, states: Collection[State] | None = None, owner: str | None = None,
-                  limit: int | None = None) -> list[Packet]:
-        """Packets, most recently updated first, filtered by state and owner."""
+                  limit: int | None = None,
+                  skipped: list[Skipped] | None = None) -> list[Packet]:
+        """Packets, most recently updated first, filtered by state and owner. A row that
+        does not decode is left out (one bad row never hides the others) and noted in
+        `skipped`, when given."""
 
     @abstractmethod
     def run_ids(self) -> list[str]:
@@ -279,13 +285,16 @@ class Store(ABC):
 
     @abstractmethod
     def due_runs(self, *, now: datetime, owner: str | None = None,
-                 after: tuple[datetime, str] | None = None, limit: int = 500) -> list[Due]:
+                 after: tuple[datetime, str] | None = None, limit: int = 500,
+                 skipped: list[Skipped] | None = None) -> list[Due]:
         """Runs whose stored `next_check_at` is at or before `now`, ordered by
         (`next_check_at`, id), at most `limit`; only that owner's with `owner`.
 
         `after` = (`due_at`, run id) of the last row of the previous page: only rows after
         it (keyset paging). Read through the index on `next_check_at`: the cost grows with
         the due runs, never with the stored runs. Runs with no next check never match.
+        A row that does not decode is left out and noted in `skipped` (when given); the
+        page is filled past it, so fewer than `limit` rows still means the last page.
         """
 
     @abstractmethod
@@ -345,6 +354,21 @@ class Store(ABC):
     # --- operations -------------------------------------------------------------------
 
     @abstractmethod
+    def initialise(self) -> None:
+        """Create the store now, its schema current, if it does not exist yet (`waypost
+        init`); one that exists is left as it is. Opening a store never creates it."""
+
+    @abstractmethod
+    def settings(self) -> dict[str, str]:
+        """The store-level settings (name → value), the same for every process using the
+        store. Read it when a rule needs it: nothing on the heartbeat's path does."""
+
+    @abstractmethod
+    def put_setting(self, name: str, value: str | None) -> None:
+        """Set a store-level setting (None removes it); InvalidInput for a malformed name
+        or value (`check_setting`)."""
+
+    @abstractmethod
     def schema_state(self) -> SchemaState:
         """The store's schema version against the newest this waypost ships."""
 
@@ -359,6 +383,19 @@ class Store(ABC):
 
     def get(self, run_id: str) -> Packet:
         return self.load(run_id).packet
+
+    def rows_diagnosis(self) -> Diagnosis:
+        """Whether every run's stored packet reads (`doctor`): one that does not is left
+        out of every list, and its own reads fail naming it."""
+        skipped: list[Skipped] = []
+        count = len(self.list_runs(skipped=skipped))
+        if not skipped:
+            return Diagnosis(name="runs", status=Status.OK, detail=f"{count} run(s) read")
+        named = "; ".join(f"{s.run_id} ({s.reason[:160]})" for s in skipped[:10])
+        more = f" and {len(skipped) - 10} more" if len(skipped) > 10 else ""
+        return Diagnosis(name="runs", status=Status.FAIL,
+                         detail=f"{len(skipped)} of {count + len(skipped)} run(s) do not "
+                         f"read: {named}{more}; restore them from a backup")
 
     def __enter__(self) -> Self:
         return self

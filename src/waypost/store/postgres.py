@@ -25,6 +25,7 @@ from waypost.errors import (
     IdempotencyConflict,
     IntegrityError,
     NotFound,
+    StoreBusy,
     StoreError,
     VersionConflict,
 )
@@ -33,16 +34,20 @@ from waypost.model import Delivery, Packet, RelayInfo, State, Watcher, to_json
 from waypost.store import postgres_outbox as outbox_sql
 from waypost.store import postgres_watch as watch_sql
 from waypost.store.base import Diagnosis, SchemaState, Status, Store
+from waypost.store.limits import busy_timeout as busy_timeout_setting
+from waypost.store.limits import check_setting
 from waypost.store.postgres_live import AdvisoryLock, RunListener, driver_errors
 from waypost.store.postgres_setup import (
     CONNECT_TIMEOUT,
     Database,
-    applied_versions,
     latest_version,
     migrate,
     parse_url,
+    schema_versions,
     skew_diagnosis,
+    writer_refusal,
 )
+from waypost.store.rows import DueRow, Skipped, decode_packet, due_page, readable_packets
 
 POOL_MAX_SIZE = 8
 _packet_decoder = msgspec.json.Decoder(Packet)
@@ -78,8 +83,8 @@ class PostgresStore(Store):
     """A pool of connections in autocommit mode; each write opens its own transaction."""
 
     def __init__(self, url: str, *, migrate_schema: bool = True,
-                 pool_size: int = POOL_MAX_SIZE) -> None:
-        self.target: Database = parse_url(url)
+                 pool_size: int = POOL_MAX_SIZE, busy_timeout: float | None = None) -> None:
+        self.target: Database = parse_url(url, busy_s=busy_timeout_setting(busy_timeout))
         self.url = self.target.display
         self.schema = self.target.schema
         self.migrated_now: list[int] = []
@@ -87,6 +92,8 @@ class PostgresStore(Store):
                 self.target.connect() as conn:
             if migrate_schema:
                 self.migrated_now = migrate(conn, self.schema)
+            # a schema newer than this waypost knows may take no writes from it
+            self._refusal = writer_refusal(conn, self.url)
         self._pool: ConnectionPool[psycopg.Connection[Any]] = ConnectionPool(
             self.target.conninfo, kwargs=self.target.connect_kwargs(), min_size=1,
             max_size=pool_size, open=False, name=f"waypost.{self.schema}")
@@ -102,19 +109,26 @@ class PostgresStore(Store):
     # --- plumbing ---------------------------------------------------------------------
 
     @contextmanager
-    def _cursor(self, action: str, *, write: bool) -> Iterator[psycopg.Cursor[Any]]:
-        """A cursor on a pooled connection; inside one transaction when `write`."""
+    def _cursor(self, action: str, *, write: bool,
+                one_statement: bool = False) -> Iterator[psycopg.Cursor[Any]]:
+        """A cursor on a pooled connection; for a `write`, inside one transaction unless
+        it is `one_statement` (a statement is a transaction of its own), and refused when
+        the store takes no writes from this waypost."""
+        if write and self._refusal is not None:
+            raise self._refusal
         try:
-            with driver_errors(action), self._pool.connection() as conn:
-                if write:
+            with driver_errors(action, self.url), self._pool.connection() as conn:
+                if write and not one_statement:
                     with conn.transaction(), conn.cursor() as cur:
                         yield cur
                 else:
                     with conn.cursor() as cur:
                         yield cur
-        except PoolTimeout as exc:
-            raise StoreError(f"cannot {action}: no free connection ({exc})",
-                             hint="check the server with: waypost doctor") from exc
+        except PoolTimeout as exc:  # every pooled connection stayed in use: try again
+            raise StoreBusy(f"store busy, try again: no connection to {self.url} came free, "
+                            f"so this process could not {action} ({exc}); nothing was written",
+                            hint="try again; if it persists, check the server with: "
+                            "waypost doctor") from exc
 
     def _rows(self, action: str, query: LiteralString,
               params: Sequence[object] = ()) -> list[tuple[Any, ...]]:
@@ -149,7 +163,8 @@ class PostgresStore(Store):
         if len(write.events) == 1 and not write.outbox:
             # the common write (a heartbeat): one statement, its own transaction, one round
             # trip instead of four (BEGIN, UPDATE, INSERT, COMMIT)
-            with self._cursor(f"write run {write.run_id}", write=False) as cur:
+            with self._cursor(f"write run {write.run_id}", write=True,
+                              one_statement=True) as cur:
                 cur.execute(f"WITH moved AS ({_UPDATE_RUN} RETURNING id) INSERT INTO events"
                             f" ({_EVENT_COLUMNS}) SELECT id, %s, %s, %s, %s, %s, %s FROM moved",
                             (*self._update_params(write),
@@ -212,7 +227,7 @@ class PostgresStore(Store):
                           " WHERE id = %s", (run_id,))
         if not rows:
             raise NotFound(f"no run {run_id}", hint="list runs with: waypost ls")
-        return Snapshot(_packet_decoder.decode(rows[0][0]), rows[0][1])
+        return Snapshot(decode_packet(_packet_decoder, run_id, rows[0][0]), rows[0][1])
 
     def events(self, run_id: str) -> list[Event]:
         rows = self._rows(f"read the events of run {run_id}",
@@ -229,8 +244,9 @@ class PostgresStore(Store):
         return events
 
     def list_runs(self, *, states: Collection[State] | None = None, owner: str | None = None,
-                  limit: int | None = None) -> list[Packet]:
-        query: LiteralString = "SELECT coalesce(packet_text, packet::text) FROM runs"
+                  limit: int | None = None,
+                  skipped: list[Skipped] | None = None) -> list[Packet]:
+        query: LiteralString = "SELECT id, coalesce(packet_text, packet::text) FROM runs"
         where: list[LiteralString] = []
         params: list[object] = []
         if states:
@@ -244,7 +260,7 @@ class PostgresStore(Store):
         query += " ORDER BY updated_at DESC, id DESC LIMIT %s"
         params.append(limit)
         rows = self._rows("list runs", query, params)
-        return [_packet_decoder.decode(r[0]) for r in rows]
+        return readable_packets(_packet_decoder, rows, skipped)
 
     def run_ids(self) -> list[str]:
         return [r[0] for r in self._rows("list run ids",
@@ -324,10 +340,13 @@ class PostgresStore(Store):
             return watch_sql.live_watchers(cur, now)
 
     def due_runs(self, *, now: datetime, owner: str | None = None,
-                 after: tuple[datetime, str] | None = None, limit: int = 500) -> list[Due]:
-        with self._cursor("list due runs", write=False) as cur:
-            rows = watch_sql.due_rows(cur, now=now, owner=owner, after=after, limit=limit)
-        return [Due(packet, head, due_at) for packet, head, due_at in rows]
+                 after: tuple[datetime, str] | None = None, limit: int = 500,
+                 skipped: list[Skipped] | None = None) -> list[Due]:
+        def fetch(after: tuple[datetime, str] | None, limit: int) -> list[DueRow]:
+            with self._cursor("list due runs", write=False) as cur:
+                return watch_sql.due_rows(cur, now=now, owner=owner, after=after, limit=limit)
+
+        return due_page(fetch, _packet_decoder, after=after, limit=limit, skipped=skipped)
 
     def defer_check(self, run_id: str, *, expected_version: int, at: datetime | None) -> bool:
         with self._cursor(f"defer the next check of {run_id}", write=True) as cur:
@@ -378,11 +397,31 @@ class PostgresStore(Store):
         owner that `waypost watch --owner` watches on its own."""
         return self.advisory_lock("sweeper" if owner is None else f"sweeper:owner={owner}")
 
+    def initialise(self) -> None:
+        """Opening has done it, unless told not to migrate (`waypost doctor`)."""
+        with driver_errors(f"create the PostgreSQL store at {self.url}", self.url), \
+                self.target.connect() as conn:
+            self.migrated_now = migrate(conn, self.schema) or self.migrated_now
+
+    def settings(self) -> dict[str, str]:
+        return dict(self._rows("read the settings", "SELECT name, value FROM settings"))
+
+    def put_setting(self, name: str, value: str | None) -> None:
+        check_setting(name, value)
+        with self._cursor(f"set {name}", write=True, one_statement=True) as cur:
+            if value is None:
+                cur.execute("DELETE FROM settings WHERE name = %s", (name,))
+            else:
+                cur.execute("INSERT INTO settings (name, value) VALUES (%s, %s)"
+                            " ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+                            (name, value))
+
     def schema_state(self) -> SchemaState:
-        with driver_errors("read the schema version"), self._pool.connection() as conn:
-            applied = applied_versions(conn)
-        return SchemaState(version=max(applied, default=0), latest=latest_version(),
-                           applied_now=tuple(self.migrated_now))
+        with driver_errors("read the schema version", self.url), \
+                self._pool.connection() as conn:
+            version, min_writer = schema_versions(conn)
+        return SchemaState(version=version, latest=latest_version(),
+                           applied_now=tuple(self.migrated_now), min_writer=min_writer)
 
     def diagnose(self, *, opened_ms: float, max_skew: float) -> list[Diagnosis]:
         """How it connected, and the clock skew between this host and the database."""

@@ -110,3 +110,19 @@ CREATE TABLE watchers (
 );
 
 CREATE INDEX watchers_expires ON watchers (expires_at);
+
+-- Store-level settings an operator sets, the same for every host (never read on the
+-- heartbeat's path).
+CREATE TABLE settings (
+    name    text PRIMARY KEY,
+    value   text NOT NULL
+);
+
+-- The schema's own record: `min_writer_version` is the oldest schema version whose waypost
+-- may still write to this store (an older one only reads it).
+CREATE TABLE meta (
+    name    text PRIMARY KEY,
+    value   text NOT NULL
+);
+
+INSERT INTO meta (name, value) VALUES ('min_writer_version', '7');

@@ -16,7 +16,7 @@ import msgspec
 import psycopg
 from psycopg import sql
 
-from waypost.errors import StoreError
+from waypost.errors import IntegrityError, StoreBusy, StoreError, WaypostError
 from waypost.model import State
 from waypost.store.base import SweeperLock
 from waypost.store.postgres_setup import Database, lock_key
@@ -45,13 +45,32 @@ _TERMINATE_HOLDER: LiteralString = (
 
 
 @contextmanager
-def driver_errors(action: str) -> Iterator[None]:
-    """Wrap the driver's errors at the backend boundary, keeping them as the cause."""
+def driver_errors(action: str, where: str = "the PostgreSQL store") -> Iterator[None]:
+    """Wrap the driver's errors at the backend boundary, keeping them as the cause: a lock
+    waited for past `lock_timeout` is StoreBusy, a full disk and damaged data say so."""
     try:
         yield
     except psycopg.Error as exc:
-        raise StoreError(f"cannot {action}: {str(exc).strip()}",
-                         hint="check the server and the URL with: waypost doctor") from exc
+        raise wrapped(exc, action, where) from exc
+
+
+def wrapped(exc: psycopg.Error, action: str, where: str) -> WaypostError:
+    said = str(exc).strip()
+    if isinstance(exc, psycopg.errors.LockNotAvailable):
+        return StoreBusy(f"store busy, try again: another session kept what this one needed "
+                         f"locked in {where} past the lock timeout, so it could not {action};"
+                         " nothing was written",
+                         hint="try again; to wait longer, set WAYPOST_BUSY_TIMEOUT (e.g. 2m)")
+    if isinstance(exc, psycopg.errors.DiskFull):
+        return StoreError(f"disk full: cannot {action}: the database server of {where} has "
+                          f"no room ({said}); nothing was written, and what was committed "
+                          "before is intact", hint="free space on the database server's disk,"
+                          " then try again")
+    if isinstance(exc, psycopg.errors.DataCorrupted | psycopg.errors.IndexCorrupted):
+        return IntegrityError(f"{where} is damaged: cannot {action}: {said}",
+                              hint="ask the database's administrator to check it")
+    return StoreError(f"cannot {action}: {said}",
+                      hint="check the server and the URL with: waypost doctor")
 
 
 class _Session:

@@ -9,6 +9,7 @@ A fresh store runs `postgres.sql` (the whole current schema); an older one runs 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from dataclasses import dataclass
@@ -20,8 +21,9 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import psycopg
 from psycopg import sql
 
-from waypost.errors import InvalidInput
+from waypost.errors import InvalidInput, Refused
 from waypost.store.base import Diagnosis, Status
+from waypost.store.limits import DEFAULT_BUSY_TIMEOUT, MIN_WRITER, write_refusal
 
 DEFAULT_SCHEMA = "waypost"
 CHANNEL_PREFIX = "waypost_runs."
@@ -59,8 +61,10 @@ class Database:
         return psycopg.connect(self.conninfo, **self.connect_kwargs())
 
 
-def parse_url(url: str) -> Database:
-    """Split `?schema=NAME` off a postgresql:// URL (libpq would refuse it)."""
+def parse_url(url: str, *, busy_s: float = DEFAULT_BUSY_TIMEOUT) -> Database:
+    """Split `?schema=NAME` off a postgresql:// URL (libpq would refuse it). A statement
+    waits `busy_s` at most for a lock another session holds (`lock_timeout`), then fails:
+    StoreBusy (see `driver_errors`)."""
     parts = urlsplit(url)
     query = parse_qsl(parts.query, keep_blank_values=True)
     schemas = [value for key, value in query if key == "schema"]
@@ -75,7 +79,8 @@ def parse_url(url: str) -> Database:
         rest.append(("application_name", "waypost"))
     return Database(conninfo=urlunsplit(parts._replace(query=urlencode(rest))), schema=schema,
                   display=_without_password(url),
-                  options=f"{options} -c search_path={schema} -c TimeZone=UTC".strip())
+                  options=f"{options} -c search_path={schema} -c TimeZone=UTC"
+                  f" -c lock_timeout={max(1, round(busy_s * 1000))}".strip())
 
 
 def _without_password(url: str) -> str:
@@ -103,8 +108,8 @@ class Migration:
     script: bytes
 
 
-def migrations() -> list[Migration]:
-    """Every migration shipped with this waypost, oldest first."""
+@functools.cache
+def _shipped() -> tuple[Migration, ...]:
     folder = resources.files("waypost.store")
     found = []
     for item in folder.iterdir():
@@ -112,7 +117,12 @@ def migrations() -> list[Migration]:
         if match:
             found.append(Migration(version=int(match[1]), name=item.name.removesuffix(".sql"),
                                    script=item.read_bytes()))
-    return sorted(found, key=lambda m: m.version)
+    return tuple(sorted(found, key=lambda m: m.version))
+
+
+def migrations() -> list[Migration]:
+    """Every migration shipped with this waypost, oldest first (read once a process)."""
+    return list(_shipped())
 
 
 def latest_version() -> int:
@@ -157,6 +167,29 @@ def migrate(conn: psycopg.Connection[Any], schema: str, *,
             conn.execute("INSERT INTO waypost_migrations (version, name) VALUES (%s, %s)",
                          (migration.version, migration.name))
     return [m.version for m in todo]
+
+
+def schema_versions(conn: psycopg.Connection[Any]) -> tuple[int, int | None]:
+    """(the newest migration applied, the oldest schema whose writers it takes, None
+    when it does not say), in one round trip where the schema is current."""
+    try:
+        row = conn.execute("SELECT (SELECT max(version) FROM waypost_migrations),"
+                           " (SELECT value FROM meta WHERE name = %s)", (MIN_WRITER,)).fetchone()
+    except psycopg.errors.UndefinedTable:  # a schema older than its meta table, or none
+        return max(applied_versions(conn), default=0), None
+    assert row is not None
+    try:
+        return int(row[0] or 0), int(row[1]) if row[1] is not None else None
+    except ValueError:
+        return int(row[0] or 0), None
+
+
+def writer_refusal(conn: psycopg.Connection[Any], where: str) -> Refused | None:
+    """Why this waypost may not write to the store (a newer schema that takes no writes
+    from it), or None."""
+    version, min_writer = schema_versions(conn)
+    return write_refusal(where, version, latest_version(),
+                         None if min_writer is None else str(min_writer))
 
 
 def _create_schema(conn: psycopg.Connection[Any], schema: str) -> None:

@@ -8,15 +8,14 @@ from collections.abc import Collection, Sequence
 from datetime import datetime
 from typing import Any, LiteralString
 
-import msgspec
 import psycopg
 
 from waypost.core.writes import Deferral
-from waypost.model import Packet, Watcher, WatcherRole
+from waypost.model import Watcher, WatcherRole
 from waypost.store.base import PRUNE_BATCH
+from waypost.store.rows import DueRow
 
 Cursor = psycopg.Cursor[Any]
-_packet_decoder = msgspec.json.Decoder(Packet)
 _WATCHER_COLUMNS = ("id, host, pid, interval_s, owner, started_at, last_beat, last_sweep,"
                     " expires_at, role")
 # blobs that a remaining packet names: artifacts[].sha256 and evidence[].log_sha256
@@ -64,9 +63,10 @@ def _watcher(row: Sequence[Any]) -> Watcher:
 
 
 def due_rows(cur: Cursor, *, now: datetime, owner: str | None,
-             after: tuple[datetime, str] | None, limit: int) -> list[tuple[Packet, str, datetime]]:
-    """Read through the partial index on (next_check_at, id): no scan of runs not due."""
-    query: LiteralString = ("SELECT coalesce(packet_text, packet::text), head_hash,"
+             after: tuple[datetime, str] | None, limit: int) -> list[DueRow]:
+    """Read through the partial index on (next_check_at, id): no scan of runs not due.
+    The packets come as JSON, decoded by the caller (which skips one that does not)."""
+    query: LiteralString = ("SELECT id, coalesce(packet_text, packet::text), head_hash,"
                             " next_check_at FROM runs WHERE next_check_at <= %s")
     params: list[object] = [now]
     if after is not None:
@@ -77,8 +77,8 @@ def due_rows(cur: Cursor, *, now: datetime, owner: str | None,
         params.append(owner)
     query += " ORDER BY next_check_at, id LIMIT %s"
     params.append(int(limit))
-    return [(_packet_decoder.decode(packet), head, due)
-            for packet, head, due in cur.execute(query, params).fetchall()]
+    return [(run_id, packet, head, due)
+            for run_id, packet, head, due in cur.execute(query, params).fetchall()]
 
 
 _DEFER: LiteralString = "UPDATE runs SET next_check_at = %s WHERE id = %s AND version = %s"

@@ -5,9 +5,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import time
-from _thread import RLock  # what threading.RLock is, without importing threading
-from collections.abc import Collection, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Collection, Sequence
 from datetime import datetime
 
 import msgspec
@@ -40,116 +38,65 @@ from waypost.store.base import (
     Store,
     check_moves,
 )
+from waypost.store.limits import MIN_WRITER, check_setting
+from waypost.store.limits import busy_timeout as busy_timeout_setting
+from waypost.store.rows import DueRow, Skipped, decode_packet, due_page, readable_packets
+from waypost.store.sqlite_setup import SCHEMA_VERSION, StoreFile, integrity_diagnosis
 
-SCHEMA_VERSION = 6
-BUSY_TIMEOUT_MS = 60_000
-_packet_decoder = json_decoder(Packet)  # shared with the watchdog's queries
-
-
-def _migrations() -> list[str]:
-    from importlib import resources  # only when migrating: it costs every CLI call ~5 ms
-
-    folder = resources.files("waypost.store")
-    return [folder.joinpath(name).read_text("utf-8")
-            for name in ("sqlite.sql", "sqlite_2_outbox.sql", "sqlite_3_delivery.sql",
-                         "sqlite_4_watchers.sql", "sqlite_5_watcher_role.sql",
-                         "sqlite_6_runs_rowid.sql")]
-
-
-def run_script(db: sqlite3.Connection, script: str) -> None:
-    """Run a migration's statements in the caller's transaction (`executescript` would
-    commit it first)."""
-    code = "\n".join(line.split("--")[0] for line in script.splitlines())
-    for statement in code.split(";"):
-        if statement.strip():
-            db.execute(statement)
+_packet_decoder = json_decoder(Packet)
 
 
 class SqliteStore(Store):
-    """One connection, guarded by a lock so threads may share the store."""
+    """One connection, guarded by a lock so threads may share the store (`StoreFile`).
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    A path with nothing there is given a new store, or without `create` (the CLI's way) is
+    left alone: reads find no store (NotFound), and the first write creates the file and
+    its folder. Anything else at the path that is not a store is refused. A store whose
+    schema is newer than this waypost knows is read, and written only if it says older
+    writers may."""
+
+    def __init__(self, path: str | os.PathLike[str], *, create: bool = True,
+                 busy_timeout: float | None = None) -> None:
         # a str (pathlib costs every hot CLI call ~3 ms), tidied as Path() would: no trailing
         # slash, and "" is "." (which SQLite refuses) rather than a throwaway database
         self.path = os.path.normpath(os.fspath(path))
         self.url = f"sqlite:///{self.path}"
-        self._lock = RLock()
-        try:
-            os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
-        except OSError as exc:
-            raise StoreError(f"cannot open the SQLite store at {self.path}: {exc}") from exc
-        try:
-            self._db = sqlite3.connect(self.path, isolation_level=None,
-                                       check_same_thread=False,
-                                       timeout=BUSY_TIMEOUT_MS / 1000)  # the busy timeout
-            self._db.execute("PRAGMA synchronous = FULL")
-            self._migrate()
-        except sqlite3.Error as exc:
-            raise StoreError(f"cannot open the SQLite store at {self.path}: {exc}") from exc
+        self._file = StoreFile(self.path, create=create,
+                               busy_s=busy_timeout_setting(busy_timeout))
+        self._reading, self._writing = self._file.reading, self._file.writing
 
-    # --- setup ------------------------------------------------------------------------
-
-    def _migrate(self) -> None:
-        (current,) = self._db.execute("PRAGMA user_version").fetchone()
-        if current >= SCHEMA_VERSION:
-            return
-        if self._db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
-            self._db.execute("PRAGMA journal_mode = WAL")
-        with self._write() as db:
-            (current,) = db.execute("PRAGMA user_version").fetchone()
-            for number, script in enumerate(_migrations(), start=1):
-                if number > current:
-                    run_script(db, script)
-            db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+    @property
+    def _db(self) -> sqlite3.Connection | None:
+        """The connection (None until the store exists), for tests that tune it."""
+        db: sqlite3.Connection | None = self._file.db
+        return db
 
     def pragmas(self) -> dict[str, object]:
-        with self._lock:
-            journal = self._db.execute("PRAGMA journal_mode").fetchone()[0]
-            sync = self._db.execute("PRAGMA synchronous").fetchone()[0]
-            (version,) = self._db.execute("PRAGMA user_version").fetchone()
+        with self._reading("read its settings") as db:
+            journal = db.execute("PRAGMA journal_mode").fetchone()[0]
+            sync = db.execute("PRAGMA synchronous").fetchone()[0]
+            (version,) = db.execute("PRAGMA user_version").fetchone()
         return {"journal_mode": journal, "synchronous": {2: "full"}.get(sync, sync),
                 "schema_version": version}
-
-    @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
-        """One short BEGIN IMMEDIATE transaction; a busy database is waited for, then retried."""
-        with self._lock:
-            for attempt in range(20):
-                try:
-                    self._db.execute("BEGIN IMMEDIATE")
-                    break
-                except sqlite3.OperationalError as exc:
-                    if ("locked" not in str(exc) and "busy" not in str(exc)) or attempt == 19:
-                        raise StoreError(f"cannot begin a write: {exc}") from exc
-                    time.sleep(0.01 * (attempt + 1))
-            try:
-                yield self._db
-                self._db.execute("COMMIT")
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
 
     # --- writes -----------------------------------------------------------------------
 
     def create(self, event: Event, packet: Packet, *, fingerprint: str) -> tuple[Packet, bool]:
         key = packet.idempotency_key
-        try:
-            with self._write() as db:
-                if key is not None:
-                    row = db.execute("SELECT id, fingerprint FROM runs WHERE idempotency_key = ?",
-                                     (key,)).fetchone()
-                    if row is not None:
-                        return self._existing(row[0], row[1], key, fingerprint), False
-                db.execute(
-                    "INSERT INTO runs (id, version, state, owner, head_hash, updated_at,"
-                    " next_check_at, packet, idempotency_key, fingerprint, created_at)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (packet.id, *self._columns(packet, event), key, fingerprint,
-                     packet.created_at.isoformat()),
-                )
-                self._insert_events(db, [event])
-        except sqlite3.Error as exc:
-            raise StoreError(f"cannot create run {packet.id}: {exc}") from exc
+        with self._writing(f"create run {packet.id}") as db:
+            if key is not None:
+                row = db.execute("SELECT id, fingerprint FROM runs WHERE idempotency_key = ?",
+                                 (key,)).fetchone()
+                if row is not None:
+                    return self._existing(row[0], row[1], key, fingerprint), False
+            db.execute(
+                "INSERT INTO runs (id, version, state, owner, head_hash, updated_at,"
+                " next_check_at, packet, idempotency_key, fingerprint, created_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (packet.id, *self._columns(packet, event), key, fingerprint,
+                 packet.created_at.isoformat()),
+            )
+            self._insert_events(db, [event])
         return packet, True
 
     def _existing(self, run_id: str, stored: str, key: str, fingerprint: str) -> Packet:
@@ -161,11 +108,8 @@ class SqliteStore(Store):
         return self.load(run_id).packet
 
     def commit_write(self, write: RunWrite) -> None:
-        try:
-            with self._write() as db:
-                self._commit_in(db, write)
-        except sqlite3.Error as exc:
-            raise StoreError(f"cannot write run {write.run_id}: {exc}") from exc
+        with self._writing(f"write run {write.run_id}") as db:
+            self._commit_in(db, write)
 
     def _commit_in(self, db: sqlite3.Connection, write: RunWrite) -> None:
         """Commit one write inside the caller's transaction, under its version guard."""
@@ -236,17 +180,19 @@ class SqliteStore(Store):
     # --- reads ------------------------------------------------------------------------
 
     def load(self, run_id: str) -> Snapshot:
-        with self._lock:
-            row = self._db.execute("SELECT packet, head_hash FROM runs WHERE id = ?",
-                                   (run_id,)).fetchone()
+        # the JSON as bytes: text SQLite cannot hand over as UTF-8 fails in the decoder,
+        # which names the run, not in the driver
+        with self._reading(f"read run {run_id}") as db:
+            row = db.execute("SELECT CAST(packet AS BLOB), head_hash FROM runs WHERE id = ?",
+                             (run_id,)).fetchone()
         if row is None:
             raise NotFound(f"no run {run_id}", hint="list runs with: waypost ls")
-        return Snapshot(_packet_decoder.decode(row[0]), row[1])
+        return Snapshot(decode_packet(_packet_decoder, run_id, row[0]), row[1])
 
     def events(self, run_id: str) -> list[Event]:
-        with self._lock:
-            rows = self._db.execute("SELECT seq, body FROM events WHERE run_id = ? ORDER BY seq",
-                                    (run_id,)).fetchall()
+        with self._reading(f"read the events of run {run_id}") as db:
+            rows = db.execute("SELECT seq, CAST(body AS BLOB) FROM events WHERE run_id = ?"
+                              " ORDER BY seq", (run_id,)).fetchall()
         if not rows:
             raise NotFound(f"no run {run_id}", hint="list runs with: waypost ls")
         events, decoder = [], json_decoder(Event)  # built on first use: no hot verb reads events
@@ -258,8 +204,9 @@ class SqliteStore(Store):
         return events
 
     def list_runs(self, *, states: Collection[State] | None = None, owner: str | None = None,
-                  limit: int | None = None) -> list[Packet]:
-        sql, args = "SELECT packet FROM runs", list[object]()
+                  limit: int | None = None,
+                  skipped: list[Skipped] | None = None) -> list[Packet]:
+        sql, args = "SELECT id, CAST(packet AS BLOB) FROM runs", list[object]()
         where = []
         if states:
             where.append(f"state IN ({', '.join('?' * len(states))})")
@@ -272,13 +219,13 @@ class SqliteStore(Store):
         sql += " ORDER BY updated_at DESC"
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
-        with self._lock:
-            rows = self._db.execute(sql, args).fetchall()
-        return [_packet_decoder.decode(r[0]) for r in rows]
+        with self._reading("list runs") as db:
+            rows = db.execute(sql, args).fetchall()
+        return readable_packets(_packet_decoder, rows, skipped)
 
     def run_ids(self) -> list[str]:
-        with self._lock:
-            return [r[0] for r in self._db.execute("SELECT id FROM runs ORDER BY created_at, id")]
+        with self._reading("list run ids") as db:
+            return [r[0] for r in db.execute("SELECT id FROM runs ORDER BY created_at, id")]
 
     # --- blobs ------------------------------------------------------------------------
 
@@ -286,19 +233,15 @@ class SqliteStore(Store):
         import hashlib  # only here: show and ls skip loading OpenSSL (~2.5 ms a call)
 
         digest = hashlib.sha256(data).hexdigest()
-        try:
-            with self._write() as db:
-                db.execute("INSERT INTO blobs (sha256, size, data, stored_at) VALUES (?, ?, ?, ?)"
-                           " ON CONFLICT (sha256) DO UPDATE SET stored_at = excluded.stored_at",
-                           (digest, len(data), data, time.time()))
-        except sqlite3.Error as exc:
-            raise StoreError(f"cannot store blob: {exc}") from exc
+        with self._writing(f"store a blob of {len(data)} bytes") as db:
+            db.execute("INSERT INTO blobs (sha256, size, data, stored_at) VALUES (?, ?, ?, ?)"
+                       " ON CONFLICT (sha256) DO UPDATE SET stored_at = excluded.stored_at",
+                       (digest, len(data), data, time.time()))
         return digest
 
     def get_blob(self, sha256: str) -> bytes:
-        with self._lock:
-            row = self._db.execute("SELECT data FROM blobs WHERE sha256 = ?",
-                                   (sha256,)).fetchone()
+        with self._reading(f"read blob {sha256}") as db:
+            row = db.execute("SELECT data FROM blobs WHERE sha256 = ?", (sha256,)).fetchone()
         if row is None:
             raise NotFound(f"no blob {sha256}")
         return bytes(row[0])
@@ -325,12 +268,12 @@ class SqliteStore(Store):
             return sqlite_outbox.get(db, key)
 
     def deliveries(self, run_ids: Collection[str]) -> list[Delivery]:
-        with self._lock:
-            return sqlite_outbox.of_runs(self._db, run_ids)
+        with self._reading("read deliveries") as db:
+            return sqlite_outbox.of_runs(db, run_ids)
 
     def next_delivery_due(self) -> datetime | None:
-        with self._lock:
-            return sqlite_outbox.next_due(self._db)
+        with self._reading("read the next delivery due") as db:
+            return sqlite_outbox.next_due(db)
 
     def beat_relay(self, relay: RelayInfo) -> None:
         with self._writing(f"register relay {relay.id}") as db:
@@ -341,8 +284,8 @@ class SqliteStore(Store):
             sqlite_outbox.remove_relay(db, relay_id)
 
     def relays(self, *, now: datetime) -> list[RelayInfo]:
-        with self._lock:
-            return sqlite_outbox.live_relays(self._db, now)
+        with self._reading("list relays") as db:
+            return sqlite_outbox.live_relays(db, now)
 
     # --- the watchdog (SQL in sqlite_watch.py) -----------------------------------------
 
@@ -355,19 +298,22 @@ class SqliteStore(Store):
             sqlite_watch.remove_watcher(db, watcher_id)
 
     def watchers(self, *, now: datetime) -> list[Watcher]:
-        with self._lock:
-            return sqlite_watch.live_watchers(self._db, now)
+        with self._reading("list watchers") as db:
+            return sqlite_watch.live_watchers(db, now)
 
     def sweeper_lock(self, owner: str | None = None) -> AlwaysHeld:
         """Every watcher sweeps: one machine's writes serialise (see `AlwaysHeld`)."""
         return AlwaysHeld()
 
     def due_runs(self, *, now: datetime, owner: str | None = None,
-                 after: tuple[datetime, str] | None = None, limit: int = 500) -> list[Due]:
-        with self._lock:
-            rows = sqlite_watch.due_rows(self._db, now=now, owner=owner, after=after,
-                                         limit=limit)
-        return [Due(packet, head, due_at) for packet, head, due_at in rows]
+                 after: tuple[datetime, str] | None = None, limit: int = 500,
+                 skipped: list[Skipped] | None = None) -> list[Due]:
+        def fetch(after: tuple[datetime, str] | None, limit: int) -> list[DueRow]:
+            with self._reading("list due runs") as db:
+                return sqlite_watch.due_rows(db, now=now, owner=owner, after=after,
+                                             limit=limit)
+
+        return due_page(fetch, _packet_decoder, after=after, limit=limit, skipped=skipped)
 
     def defer_check(self, run_id: str, *, expected_version: int, at: datetime | None) -> bool:
         with self._writing(f"defer the next check of {run_id}") as db:
@@ -397,13 +343,41 @@ class SqliteStore(Store):
             sqlite_watch.prune_watchers(db, watchers_before)
         return found
 
+    # --- settings and operations ------------------------------------------------------
+
+    def initialise(self) -> None:
+        self._file.create()
+
+    def settings(self) -> dict[str, str]:
+        if self._db is None:
+            return {}  # no store yet, so nothing set
+        with self._reading("read the settings") as db:
+            return dict(db.execute("SELECT name, value FROM settings ORDER BY name"))
+
+    def put_setting(self, name: str, value: str | None) -> None:
+        check_setting(name, value)
+        with self._writing(f"set {name}") as db:
+            if value is None:
+                db.execute("DELETE FROM settings WHERE name = ?", (name,))
+            else:
+                db.execute("INSERT INTO settings (name, value) VALUES (?, ?)"
+                           " ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+                           (name, value))
+
     def schema_state(self) -> SchemaState:
         """SQLite upgrades itself whenever it is opened: nothing is applied on request."""
-        return SchemaState(version=int(str(self.pragmas()["schema_version"])),
-                           latest=SCHEMA_VERSION)
+        with self._reading("read its schema") as db:
+            (version,) = db.execute("PRAGMA user_version").fetchone()
+            min_writer = StoreFile.meta(db, MIN_WRITER)
+        return SchemaState(version=version, latest=SCHEMA_VERSION,
+                           min_writer=int(min_writer) if min_writer and min_writer.isdigit()
+                           else None)
 
     def diagnose(self, *, opened_ms: float, max_skew: float) -> list[Diagnosis]:
-        """How it opened, and the durability settings every guarantee rests on."""
+        """How it opened, the durability settings every guarantee rests on, and whether
+        the file is whole (SQLite's quick_check)."""
+        with self._reading("check the file") as db:
+            integrity = integrity_diagnosis(db)
         pragmas = self.pragmas()
         journal, sync = str(pragmas["journal_mode"]), str(pragmas["synchronous"])
         return [
@@ -416,17 +390,8 @@ class SqliteStore(Store):
             Diagnosis(name="synchronous", status=Status.OK if sync == "full" else Status.FAIL,
                       detail=sync if sync == "full" else f"{sync}, not full: a power cut may "
                       "lose acknowledged writes"),
+            integrity,
         ]
 
-    @contextmanager
-    def _writing(self, what: str) -> Iterator[sqlite3.Connection]:
-        """`_write`, with driver errors wrapped as StoreError naming what was attempted."""
-        try:
-            with self._write() as db:
-                yield db
-        except sqlite3.Error as exc:
-            raise StoreError(f"cannot {what}: {exc}") from exc
-
     def close(self) -> None:
-        with self._lock:
-            self._db.close()
+        self._file.close()

@@ -12,8 +12,9 @@ from typing import Any
 import msgspec
 
 from waypost.core.writes import Deferral
-from waypost.model import Packet, Watcher, WatcherRole, json_decoder
+from waypost.model import Watcher, WatcherRole
 from waypost.store.base import PRUNE_BATCH
+from waypost.store.rows import DueRow
 
 _WATCHER_COLUMNS = ("id, host, pid, interval_s, owner, started_at, last_beat, last_sweep,"
                     " expires_at, role")
@@ -23,7 +24,8 @@ def due_sql(*, owner: bool, after: bool) -> str:
     """The due-runs query. The partial index runs_next_check (next_check_at, then the
     primary key) serves the range, the paging key and the order: runs that are not due are
     never read, and nothing is sorted. `+owner` keeps the planner off the owner index."""
-    sql = "SELECT packet, head_hash, next_check_at FROM runs WHERE next_check_at <= :now"
+    sql = ("SELECT id, CAST(packet AS BLOB), head_hash, next_check_at FROM runs"
+           " WHERE next_check_at <= :now")
     if after:
         sql += (" AND next_check_at >= :after_at"
                 " AND (next_check_at, id) > (:after_at, :after_id)")
@@ -88,14 +90,15 @@ def live_watchers(db: sqlite3.Connection, now: datetime) -> list[Watcher]:
 
 
 def due_rows(db: sqlite3.Connection, *, now: datetime, owner: str | None,
-             after: tuple[datetime, str] | None, limit: int) -> list[tuple[Packet, str, datetime]]:
+             after: tuple[datetime, str] | None, limit: int) -> list[DueRow]:
+    """(run id, packet JSON as bytes, head hash, due at) of the due runs: decoded by the
+    caller, which skips a row that does not decode."""
     params = {"now": now.timestamp(), "owner": owner, "limit": int(limit),
               "after_at": after[0].timestamp() if after else None,
               "after_id": after[1] if after else None}
     sql = due_sql(owner=owner is not None, after=after is not None)
-    decode = json_decoder(Packet).decode
-    return [(decode(packet), head, datetime.fromtimestamp(due, UTC))  # _moment, inlined
-            for packet, head, due in db.execute(sql, params).fetchall()]
+    return [(run_id, packet, head, datetime.fromtimestamp(due, UTC))  # _moment, inlined
+            for run_id, packet, head, due in db.execute(sql, params).fetchall()]
 
 
 _DEFER = "UPDATE runs SET next_check_at = ? WHERE id = ? AND version = ?"

@@ -1,0 +1,78 @@
+"""What a store allows: how long a write waits for another's lock, which waypost may
+write to a schema newer than it knows, and what a store-level setting may be."""
+
+from __future__ import annotations
+
+import math
+import os
+
+from waypost.errors import InvalidInput, Refused
+
+DEFAULT_BUSY_TIMEOUT = 30.0  # seconds a write waits for another writer's lock: then StoreBusy
+MAX_BUSY_TIMEOUT = 3600.0
+BUSY_TIMEOUT_ENV = "WAYPOST_BUSY_TIMEOUT"
+
+
+def busy_timeout(seconds: float | None = None) -> float:
+    """How long a write waits for the store's lock in all, then fails with StoreBusy:
+    `seconds`, else `WAYPOST_BUSY_TIMEOUT` (seconds, or a duration such as 500ms or 2m),
+    else 30 s."""
+    said = f"busy timeout {seconds!r}"
+    if seconds is None:
+        text = os.environ.get(BUSY_TIMEOUT_ENV)
+        if not text:
+            return DEFAULT_BUSY_TIMEOUT
+        said = f"{BUSY_TIMEOUT_ENV}={text[:40]!r}"
+        seconds = _seconds(text.strip().lower())
+    if not 0 <= seconds <= MAX_BUSY_TIMEOUT:  # NaN fails both
+        raise InvalidInput(f"bad store {said}: want 0 to {MAX_BUSY_TIMEOUT:g} seconds",
+                           hint=f"set {BUSY_TIMEOUT_ENV} to e.g. 30s, 500ms or 2m")
+    return seconds
+
+
+def _seconds(text: str) -> float:
+    """A duration's seconds (durations have no unit below the second: ms is read here);
+    NaN for what is none."""
+    from waypost.durations import parse_duration
+
+    try:
+        return float(text[:-2]) / 1000 if text.endswith("ms") else parse_duration(text)
+    except (InvalidInput, ValueError):
+        return math.nan
+
+
+MIN_WRITER = "min_writer_version"  # the `meta` row: the oldest schema a writer may know
+SETTING_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_.-")
+MAX_SETTING_NAME = 64
+MAX_SETTING_VALUE = 4096
+
+
+def write_refusal(where: str, version: int, latest: int, min_writer: str | None) -> Refused | None:
+    """The error every write to a store at schema `version` gets from a waypost that knows
+    schema `latest`, or None when it may write. A newer schema says in `min_writer` (its
+    `meta` row) the oldest schema whose writers it still takes; one that says nothing is
+    taken as needing its own."""
+    if version <= latest:
+        return None
+    try:
+        needed = int(min_writer) if min_writer is not None else version
+    except ValueError:
+        needed = version
+    if needed <= latest:
+        return None
+    return Refused(
+        f"the store at {where} has schema version {version} and takes writes only from a "
+        f"waypost that knows schema {needed} or newer; this waypost knows schema {latest}: "
+        "it may read this store, not write to it",
+        hint="upgrade waypost on this host (pip install -U waypost)")
+
+
+def check_setting(name: str, value: str | None) -> None:
+    """Refuse a setting's name or value that is malformed or too long."""
+    if not name or len(name) > MAX_SETTING_NAME or not set(name) <= SETTING_NAME_CHARS:
+        raise InvalidInput(f"bad setting name {name[:80]!r}",
+                           hint=f"use at most {MAX_SETTING_NAME} of a-z, 0-9, _ . and -, "
+                           "e.g. limits.title")
+    if value is not None and (len(value) > MAX_SETTING_VALUE or "\x00" in value):
+        raise InvalidInput(f"bad value for setting {name}: at most {MAX_SETTING_VALUE} "
+                           "characters, no NUL")

@@ -1,0 +1,306 @@
+"""Where a SQLite store lives, its file and connection, and what its driver's errors mean.
+
+A store is one regular, non-empty SQLite file. Opening one never creates anything: a path
+with nothing there is a store not made yet (its first write makes it, `waypost init` at
+once), and anything else at the path (a device, a directory, an empty file) is refused.
+Driver errors become the errors a user can act on: a busy store (StoreBusy), a full disk,
+a damaged file (IntegrityError), each naming the store.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import stat
+import time
+from _thread import RLock  # what threading.RLock is, without importing threading
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+
+from waypost.errors import (
+    IntegrityError,
+    InvalidInput,
+    NotFound,
+    Refused,
+    StoreBusy,
+    StoreError,
+    WaypostError,
+)
+from waypost.store.base import Diagnosis, Status
+from waypost.store.limits import BUSY_TIMEOUT_ENV, MIN_WRITER, write_refusal
+
+SCHEMA_VERSION = 7
+MIGRATIONS = ("sqlite.sql", "sqlite_2_outbox.sql", "sqlite_3_delivery.sql",
+              "sqlite_4_watchers.sql", "sqlite_5_watcher_role.sql", "sqlite_6_runs_rowid.sql",
+              "sqlite_7_settings.sql")
+_BUSY = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+_DAMAGED = (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
+MAX_INTEGRITY_ERRORS = 20  # what `doctor` lists of a damaged file
+
+
+def migrations() -> list[str]:
+    from importlib import resources  # only when migrating: it costs every CLI call ~5 ms
+
+    folder = resources.files("waypost.store")
+    return [folder.joinpath(name).read_text("utf-8") for name in MIGRATIONS]
+
+
+def run_script(db: sqlite3.Connection, script: str) -> None:
+    """Run a migration's statements in the caller's transaction (`executescript` would
+    commit it first)."""
+    code = "\n".join(line.split("--")[0] for line in script.splitlines())
+    for statement in code.split(";"):
+        if statement.strip():
+            db.execute(statement)
+
+
+def existing_store(path: str) -> bool:
+    """Whether a store file is there to open; False when nothing is at `path` yet. What is
+    there but cannot be a store is refused: reading it would make it one."""
+    try:
+        found = os.stat(path)
+    except FileNotFoundError:
+        return False
+    except OSError as exc:
+        raise StoreError(f"cannot open the SQLite store at {path}: {exc.strerror}",
+                         hint="check the path and its permissions") from exc
+    if not stat.S_ISREG(found.st_mode):
+        raise InvalidInput(f"{path} is not a regular file, so it is not a waypost store",
+                           hint="point --store / WAYPOST_URL at a store file, e.g. "
+                           ".waypost/waypost.db")
+    if found.st_size == 0:
+        raise InvalidInput(f"{path} is an empty file, not a waypost store",
+                           hint=f"remove it, then create the store: waypost init --store {path}")
+    return True
+
+
+def connect(path: str, *, create: bool, busy_s: float) -> sqlite3.Connection:
+    """A connection to the file at `path`; with `create`, its folder and the file are made
+    when missing. Without it, nothing is (`mode=rw`), whatever happened since `existing_store`
+    looked."""
+    if create:
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    quoted = path.replace("%", "%25").replace("?", "%3f").replace("#", "%23")
+    return sqlite3.connect(f"file:{quoted}?mode={'rwc' if create else 'rw'}", uri=True,
+                           isolation_level=None, check_same_thread=False,
+                           timeout=busy_s)  # the busy timeout
+
+
+def begin_immediate(db: sqlite3.Connection, busy_s: float) -> None:
+    """Take the write lock, waiting `busy_s` in all for the writer holding it (the driver's
+    busy timeout does the waiting). A busy error that came early (SQLite gives up at once
+    in a few cases) is tried again with what is left of the wait."""
+    deadline = time.monotonic() + busy_s
+    shortened = False
+    try:
+        while True:
+            try:
+                db.execute("BEGIN IMMEDIATE")
+                return
+            except sqlite3.OperationalError as exc:
+                left = deadline - time.monotonic()
+                if not is_busy(exc) or left <= 0.001:
+                    raise
+                time.sleep(min(0.01, left))
+                db.execute(f"PRAGMA busy_timeout = {max(1, int((left - 0.01) * 1000))}")
+                shortened = True
+    finally:
+        if shortened:
+            db.execute(f"PRAGMA busy_timeout = {int(busy_s * 1000)}")
+
+
+def is_busy(exc: sqlite3.Error) -> bool:
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in _BUSY
+    return "locked" in str(exc) or "busy" in str(exc)
+
+
+def driver_error(exc: sqlite3.Error, path: str, what: str, busy_s: float) -> WaypostError:
+    """The error a user can act on for a driver error met while trying to `what`."""
+    code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
+    if is_busy(exc):
+        return StoreBusy(f"store busy, try again: another process kept the store at {path} "
+                         f"locked for {busy_s:g} s, so this process could not {what}; "
+                         "nothing was written",
+                         hint=f"try again; to wait longer, set {BUSY_TIMEOUT_ENV} (e.g. 2m)")
+    if code == sqlite3.SQLITE_FULL:
+        return StoreError(f"disk full: cannot {what}: no room to grow the store at {path} "
+                          "(SQLITE_FULL); nothing was written, and what was committed "
+                          "before is intact",
+                          hint=f"free space on the disk holding {os.path.dirname(path) or '.'}"
+                          ", then try again")
+    if code == sqlite3.SQLITE_NOTADB:
+        return IntegrityError(f"{path} is not a SQLite database, or its first page is "
+                              f"damaged: cannot {what} ({exc})",
+                              hint="point --store / WAYPOST_URL at a waypost store; if this "
+                              "was one, restore it from a backup")
+    if code in _DAMAGED or "Could not decode" in str(exc):
+        return IntegrityError(f"the store at {path} is damaged: cannot {what}: {exc}",
+                              hint="see what is damaged with: waypost doctor; restore the "
+                              "store from a backup")
+    if code == sqlite3.SQLITE_READONLY:
+        return StoreError(f"cannot {what}: the store at {path} is read-only here ({exc})",
+                          hint="check the file's and its folder's permissions")
+    return StoreError(f"the store at {path}: cannot {what}: {exc}")
+
+
+def integrity_diagnosis(db: sqlite3.Connection) -> Diagnosis:
+    """SQLite's own check of every page and index (`quick_check`): damage that reads may
+    trip over later, or that writes may spread."""
+    try:
+        found = [row[0] for row in db.execute(f"PRAGMA quick_check({MAX_INTEGRITY_ERRORS})")]
+    except sqlite3.Error as exc:
+        found = [str(exc)]
+    if found == ["ok"]:
+        return Diagnosis(name="integrity", status=Status.OK, detail="quick_check: ok")
+    return Diagnosis(name="integrity", status=Status.FAIL,
+                     detail=f"the file is damaged ({'; '.join(found)[:500]}): restore it "
+                     "from a backup; `waypost verify` names the runs it can still read")
+
+
+class StoreFile:
+    """A store's file and its one connection, guarded by a lock so threads may share it:
+    opened, created and migrated here, and every driver error made the error a user can
+    act on (`driver_error`).
+
+    A path with nothing there is given a new store at once with `create`, else by its first
+    write (reads find no store: NotFound). A store whose schema is newer than this waypost
+    knows is read, and written only if it says older writers may (`refusal`)."""
+
+    def __init__(self, path: str, *, create: bool, busy_s: float) -> None:
+        self.path = path
+        self._lock = RLock()
+        self._busy_s = busy_s
+        self.db: sqlite3.Connection | None = None
+        self.refusal: Refused | None = None  # why writes are refused, when they are
+        if existing_store(path):
+            self.open(create=False)
+        elif create:
+            self.open(create=True)
+
+    def open(self, *, create: bool) -> sqlite3.Connection:
+        """Connect, and bring the schema up to date (or note why writes are refused)."""
+        try:
+            db = connect(self.path, create=create, busy_s=self._busy_s)
+        except (OSError, sqlite3.Error) as exc:
+            raise StoreError(f"cannot open the SQLite store at {self.path}: {exc}",
+                             hint="check the path and its folder's permissions") from exc
+        self.db = db
+        try:
+            db.execute("PRAGMA synchronous = FULL")
+            (version,) = db.execute("PRAGMA user_version").fetchone()
+            if version < SCHEMA_VERSION:
+                self._migrate()
+            elif version > SCHEMA_VERSION:
+                self.refusal = write_refusal(self.path, version, SCHEMA_VERSION,
+                                             self.meta(db, MIN_WRITER))
+        except sqlite3.Error as exc:
+            self.db = None
+            db.close()
+            raise self._error(exc, "open it") from exc
+        except BaseException:
+            self.db = None
+            db.close()
+            raise
+        return db
+
+    def _migrate(self) -> None:
+        db = self.connection()
+        if db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+            db.execute("PRAGMA journal_mode = WAL")
+        with self._write() as db:
+            (current,) = db.execute("PRAGMA user_version").fetchone()
+            if current == 0 and db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
+                raise InvalidInput(f"{self.path} is a SQLite database, but not a waypost "
+                                   "store: it has tables of its own",
+                                   hint="point --store / WAYPOST_URL at a waypost store")
+            for number, script in enumerate(migrations(), start=1):
+                if number > current:
+                    run_script(db, script)
+            if current < SCHEMA_VERSION:
+                db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+    @staticmethod
+    def meta(db: sqlite3.Connection, name: str) -> str | None:
+        try:
+            row = db.execute("SELECT value FROM meta WHERE name = ?", (name,)).fetchone()
+        except sqlite3.OperationalError:  # no meta table: a schema that says nothing
+            return None
+        return None if row is None else str(row[0])
+
+    def connection(self) -> sqlite3.Connection:
+        """The open connection; NotFound while no store file exists (reads create none)."""
+        if self.db is None:
+            raise NotFound(f"no waypost store at {self.path}",
+                           hint=f"create it with: waypost init --store {self.path}")
+        return self.db
+
+    def _error(self, exc: sqlite3.Error, what: str) -> WaypostError:
+        return driver_error(exc, self.path, what, self._busy_s)
+
+    @contextmanager
+    def held(self, what: str) -> Iterator[None]:
+        """The store's lock. Another thread of this process may hold it through its own
+        wait for the file's lock: it is waited for as long as that (a second at least),
+        then StoreBusy."""
+        if not self._lock.acquire(timeout=max(self._busy_s, 1.0)):
+            raise StoreBusy(f"store busy, try again: other threads of this process kept the "
+                            f"store at {self.path} busy, so this one could not {what}; "
+                            "nothing was written",
+                            hint=f"try again; to wait longer, set {BUSY_TIMEOUT_ENV}")
+        try:
+            yield
+        finally:
+            self._lock.release()
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """One short BEGIN IMMEDIATE transaction, the first of a new store creating it; a
+        busy store is waited for (`begin_immediate`), then it is StoreBusy."""
+        with self.held("write"):
+            if self.refusal is not None:
+                raise self.refusal
+            db = self.db if self.db is not None else self.open(create=True)
+            begin_immediate(db, self._busy_s)
+            try:
+                yield db
+                db.execute("COMMIT")
+            except BaseException:
+                # SQLite may have rolled back already (a full disk does): a failing ROLLBACK
+                # must not hide why
+                if db.in_transaction:
+                    with suppress(sqlite3.Error):
+                        db.execute("ROLLBACK")
+                raise
+
+    @contextmanager
+    def writing(self, what: str) -> Iterator[sqlite3.Connection]:
+        """`_write`, with driver errors made the errors a user can act on, naming what
+        was attempted."""
+        try:
+            with self._write() as db:
+                yield db
+        except sqlite3.Error as exc:
+            raise self._error(exc, what) from exc
+
+    @contextmanager
+    def reading(self, what: str) -> Iterator[sqlite3.Connection]:
+        """The connection under the lock, driver errors made the errors a user can act on."""
+        with self.held(what):
+            db = self.connection()
+            try:
+                yield db
+            except sqlite3.Error as exc:
+                raise self._error(exc, what) from exc
+
+    def create(self) -> None:
+        """Create the store now if it does not exist yet."""
+        with self.held("create the store"):
+            if self.db is None:
+                self.open(create=True)
+
+    def close(self) -> None:
+        with self._lock:  # whatever holds it ends: a close never fails
+            if self.db is not None:
+                self.db.close()
