@@ -152,7 +152,8 @@ def checked_text(store: Store, value: str, field: str, *, required: bool = True)
 
 
 def _store_limit(store: Store, field: str) -> int | None:
-    return None  # the store-level override arrives with the store's settings table
+    raw = store.settings().get(f"limit.{field}")
+    return int(raw) if raw is not None and raw.isdigit() else None
 
 
 def _check_targets(store: Store, config: Config, *, target: str | None,

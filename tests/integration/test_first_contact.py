@@ -84,3 +84,21 @@ def test_artifact_get_to_stdout_with_json_is_one_document(cli: Cli, run: str,
     binary = json.loads(cli.ok("artifact", "get", run, "blob.bin", "-o", "-", "--json"))
     assert base64.b64decode(binary["base64"]) == b"\xff\x00binary" * 4
     assert cli.ok("artifact", "get", run, "report.md", "-o", "-").startswith("# Report")
+
+
+def test_deliver_once_exits_3_when_a_delivery_failed_for_good(cli: Cli) -> None:
+    cli.ok("init")
+    run = cli.ok("start", "Send it", "--owner", "alice", "--kind", "long_running",
+                 "--target", "exec:no-such-command-anywhere", "--max-silence", "30m")
+    cli.ok("claim", run, actor="w1")
+    cli.ok("evidence", "skip", run, "--kind", "test", "--reason", "nothing to test", actor="w1")
+    cli.ok("ready", run, "--summary", "done", actor="w1")
+    cli.ok("review", run)
+    cli.ok("approve", run)
+    outcome = cli("deliver", "--once", "--json")
+    assert outcome.code == 3, outcome.err
+    assert f"{run}.final" in outcome.error()["message"]
+    packet = cli("show", run, "--json").json()
+    assert packet["state"] == "blocked"
+    assert [b["kind"] for b in packet["blockers"]] == ["delivery_failed"]
+    assert cli("deliver", "--once").code == 0  # nothing more to fail: nothing due

@@ -227,3 +227,23 @@ def test_a_bad_config_file_is_refused_with_exit_2(cli: Cli, run: str, tmp_path: 
     outcome = cli("evidence", "run", run, "--json", "--", "true", actor="w1")
     assert outcome.code == 2, outcome.err
     assert "waypost.toml" in outcome.error()["message"]
+
+
+def test_a_store_may_raise_a_text_limit_for_everyone(cli: Cli, run: str) -> None:
+    cli.ok("claim", run, actor="w1")
+    long_note = "n" * 5000
+    assert cli("heartbeat", run, "--note", long_note, actor="w1").code == 2
+    cli.ok("limits", "--set", "note=6000")
+    cli.ok("heartbeat", run, "--note", long_note, actor="w1")
+    assert cli("heartbeat", run, "--note", "n" * 6001, actor="w1").code == 2
+    shown = cli("limits", "--json").json()["limits"]
+    assert shown["note"] == {"fixed": 4000, "store": 6000}
+    assert shown["title"] == {"fixed": 500, "store": None}
+
+
+@pytest.mark.parametrize("change", ["note=100", "note=x", "nope=9000", "note", "note=99999999"])
+def test_a_limit_is_raised_within_bounds_or_refused(cli: Cli, run: str, change: str) -> None:
+    before = dump(cli.store)
+    outcome = cli("limits", "--set", change, "--json")
+    assert outcome.code == 2
+    assert dump(cli.store) == before

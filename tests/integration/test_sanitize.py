@@ -326,6 +326,7 @@ def _waypost(args: list[str], store: Path, cwd: Path) -> subprocess.CompletedPro
 def test_show_public_of_an_adversarial_note_finishes(cli: Cli, tmp_path: Path) -> None:
     cli.ok("init")
     run = cli.ok("start", "Hostile note", "--owner", "alice")
+    cli.ok("limits", "--set", "note=120000")  # the store lets notes this long in
     cli.ok("heartbeat", run, "--note", "a_" * 60000)
     shown = _waypost(["show", run, "--public", "--json"], cli.store, tmp_path)
     assert shown.returncode == 0, shown.stderr

@@ -11,7 +11,8 @@
 
 Every verb takes --json (one document on stdout; errors as {"error": {...}} on stderr),
 --store (or WAYPOST_URL) and --as (or WAYPOST_ACTOR). Exit codes: 0 ok, 1 unexpected,
-2 usage or bad input, 3 refused by the rules, 4 not found, 5 conflict.
+2 usage or bad input, 3 refused by the rules, 4 not found, 5 conflict, 75 nothing was
+written, try again (the store is busy, or the disk is full).
 
 Importing this package loads nothing but the exceptions: a hot verb's process readies
 itself first (`entry`), then `main` loads what it runs.

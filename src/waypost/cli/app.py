@@ -21,6 +21,7 @@ from waypost.cli.options import Verb
 LAZY_COMMANDS: dict[str, str] = {
     "demo": "waypost.cli.demo:demo",
     "doctor": "waypost.cli.ops:doctor",
+    "limits": "waypost.cli.limits:limits",
     "migrate": "waypost.cli.ops:migrate",
     "review": "waypost.cli.review:review",
     "approve": "waypost.cli.review:approve",

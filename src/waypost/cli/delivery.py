@@ -12,20 +12,22 @@ from waypost.delivery.settings import DeliverySettings, delivery_root, load_sett
 from waypost.delivery.signing import secret_key
 from waypost.display import one_line
 from waypost.durations import format_duration, parse_duration
+from waypost.errors import Refused
 from waypost.model import Delivery, DeliveryStatus
 
 
 @click.command()
-@click.option("--once", is_flag=True, help="Drain what is due now, then exit.")
+@click.option("--once", is_flag=True, help="Drain what is due now, then exit: 0 when "
+              "nothing failed for good, 3 when a delivery did (its run is blocked).")
 @click.option("--backoff-base", metavar="DURATION",
               help="First retry delay; doubles per attempt, with jitter "
-              "[default 5s; [delivery] backoff_base in waypost.toml].")
+              "[default: 5s; [delivery] backoff_base in waypost.toml].")
 @click.option("--max-delay", metavar="DURATION", help="Longest wait between attempts "
-              "[default 1h].")
+              "[default: 1h; [delivery] max_delay].")
 @click.option("--horizon", metavar="DURATION", help="Retry this long after a delivery was "
-              "queued, then fail it for good [default 3d].")
+              "queued, then fail it for good [default: 3d; [delivery] horizon].")
 @click.option("--timeout", metavar="DURATION", help="Cut one send off after this "
-              "[default 30s].")
+              "[default: 30s; [delivery] timeout].")
 @click.option("--interval", metavar="DURATION", default="1s", show_default=True,
               help="Daemon: look for newly queued deliveries this often.")
 @click.option("--relay-id", metavar="ID", help="This relay's name, after relay: "
@@ -61,8 +63,15 @@ def deliver(ctx: Ctx, once: bool, backoff_base: str | None, max_delay: str | Non
             done = relay.drain()
         finally:
             relay.leave()
+        failed = [d for d in done if d.status is DeliveryStatus.FAILED]
         if ctx.json or not done:
-            ctx.emit({"relay": relay.id, "attempted": done}, "nothing due")
+            ctx.emit({"relay": relay.id, "attempted": done, "failed": len(failed)},
+                     "nothing due")
+        if failed:  # so that cron, CI or a script notices: the run is blocked now
+            raise Refused(f"{len(failed)} deliver{'y' if len(failed) == 1 else 'ies'} failed "
+                          f"for good: {', '.join(d.key for d in failed)}",
+                          hint=f"see why: waypost show {failed[0].run_id}; then fix the "
+                          "target and unblock the run")
         return
     stop = threading.Event()
     if not ctx.json:
