@@ -14,7 +14,6 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TextIO, TypeVar, cast
 
 from waypost.cli.options import Arg, Opt
-from waypost.display import printable
 from waypost.durations import parse_duration
 from waypost.model import to_json
 from waypost.store import Store, open_store
@@ -68,11 +67,21 @@ class Ctx:
     def emit(self, document: Any, text: str) -> None:
         """The JSON document, exact; or the text, with no control character but the
         newline left in it (stored text is anyone's: it may not steer the terminal)."""
-        echo(to_json(document).decode() if self.json else printable(text, limit=None))
+        echo(to_json(document).decode() if self.json else _shown(text))
 
     def close(self) -> None:
         if self._store is not None:
             self._store.close()
+
+
+def _shown(text: str) -> str:
+    """`text` with every control character but a newline made visible. Most lines are
+    plain, and for those the escaping module is never loaded (the hot verbs' start-up)."""
+    if text.isascii() and text.replace("\n", "").isprintable():
+        return text
+    from waypost.display import printable
+
+    return printable(text, limit=None)
 
 
 def _user_name() -> str:
