@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -102,3 +103,19 @@ def waypost_processes(store: str) -> Iterator[Spawn]:
             if proc.poll() is None:
                 proc.kill()
             proc.communicate(timeout=10)
+
+
+StoreDump = dict[str, list[tuple[object, ...]]]
+
+
+def dump_store(path: Path) -> StoreDump:
+    """Every row of every table of a SQLite store (blobs included), to show that a refusal
+    left it exactly as it was."""
+    db = sqlite3.connect(path)
+    try:
+        tables = [r[0] for r in db.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
+        return {t: sorted(db.execute(f'SELECT * FROM "{t}"').fetchall(), key=repr)
+                for t in tables}
+    finally:
+        db.close()

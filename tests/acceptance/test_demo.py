@@ -6,25 +6,16 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import sqlite3
 import subprocess
 import sys
 from pathlib import Path
 
 from standardwebhooks.webhooks import Webhook
 
+from tests.helpers import dump_store
 from waypost.store import open_store
 
 SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
-
-
-def dump(path: Path) -> list[tuple[object, ...]]:
-    with sqlite3.connect(path) as db:
-        rows = [row for (table,) in db.execute("SELECT name FROM sqlite_master WHERE "
-                                                "type = 'table' ORDER BY name")
-                for row in db.execute(f'SELECT * FROM "{table}"')]
-    db.close()
-    return rows
 
 
 def test_the_demo_tells_the_whole_story(tmp_path: Path) -> None:
@@ -34,13 +25,13 @@ def test_the_demo_tells_the_whole_story(tmp_path: Path) -> None:
     other = tmp_path / "other" / ".waypost" / "waypost.db"
     subprocess.run([*command, "init", "--store", str(other)], env=env, check=True,
                    capture_output=True)
-    before = dump(other)
+    before = dump_store(other)
     env.update(WAYPOST_URL=str(other), WAYPOST_WEBHOOK_SECRET=SECRET)
     work = tmp_path / "demo"
     proc = subprocess.run([*command, "demo", "--dir", str(work)], capture_output=True,
                           text=True, env=env, cwd=tmp_path, check=False, timeout=240)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert dump(other) == before, "the demo wrote into the store WAYPOST_URL names"
+    assert dump_store(other) == before, "the demo wrote into the store WAYPOST_URL names"
 
     for step in ("waypost watch", "waypost deliver", "kill -9", "waypost resume",
                  "--as worker-2", "(exit 3, as it should be)", "waypost review",

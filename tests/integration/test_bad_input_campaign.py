@@ -17,7 +17,6 @@ import io
 import json
 import os
 import signal
-import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from types import FrameType
@@ -26,6 +25,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, note, settings
 from hypothesis import strategies as st
 
+from tests.helpers import StoreDump, dump_store
 from waypost.cli import main
 
 LONG = os.environ.get("WAYPOST_CAMPAIGN") == "long"
@@ -35,17 +35,8 @@ DOCUMENTED = {0, 2, 3, 4, 5, 75}
 COMMANDS = (["true"], ["false"], ["echo", "hi"], ["sh", "-c", "exit 3"], ["printf", "%s", "x"])
 CLOSED_PORT = "http://127.0.0.1:9/nothing"  # the discard port: nothing listens here
 
-Dump = dict[str, list[tuple[object, ...]]]
-
-
-def dump(store: Path) -> Dump:
-    with sqlite3.connect(store) as db:
-        tables = [r[0] for r in db.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
-        rows = {t: sorted(db.execute(f'SELECT * FROM "{t}"').fetchall(), key=repr)
-                for t in tables}
-    db.close()
-    return rows
+def dump(store: Path) -> StoreDump:
+    return dump_store(store)
 
 
 # --- what the campaign types -------------------------------------------------------------

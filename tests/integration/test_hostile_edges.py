@@ -4,25 +4,15 @@ touched."""
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import Cli
-
-Dump = dict[str, list[tuple[object, ...]]]
+from tests.helpers import Cli, StoreDump, dump_store
 
 
-def dump(store: Path) -> Dump:
-    """Every row of every table (blobs included), to compare a store before and after."""
-    with sqlite3.connect(store) as db:
-        tables = [r[0] for r in db.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
-        rows = {t: sorted(db.execute(f'SELECT * FROM "{t}"').fetchall(), key=repr)
-                for t in tables}
-    db.close()
-    return rows
+def dump(store: Path) -> StoreDump:
+    return dump_store(store)
 
 
 @pytest.fixture
