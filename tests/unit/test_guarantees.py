@@ -12,10 +12,12 @@ import pytest
 
 from waypost.core import outbox
 from waypost.core.authority import holds_authority
+from waypost.core.due import is_due, liveness, silent_due
 from waypost.core.gates import next_review_id
 from waypost.core.history import GENESIS, event_hash, make_event, verify_run
 from waypost.core.machine import apply
-from waypost.errors import IntegrityError, NotAuthorized, Refused
+from waypost.core.sanitize import FindingKind, find
+from waypost.errors import IntegrityError, InvalidInput, NotAuthorized, Refused, RuleViolation
 from waypost.events import (
     AnyEventData,
     Approved,
@@ -23,6 +25,7 @@ from waypost.events import (
     BlockerOpened,
     BlockerResolved,
     Claimed,
+    Delivered,
     DeliveryFailed,
     Event,
     EvidenceRecorded,
@@ -37,13 +40,16 @@ from waypost.model import (
     BlockerKind,
     Evidence,
     EvidenceKind,
+    Gate,
     Kind,
+    Liveness,
     Packet,
     Purpose,
     State,
     StopRules,
     Verdict,
 )
+from waypost.runs import classify
 from waypost.substance import substance_problem
 
 AT = datetime(2026, 1, 1, tzinfo=UTC)
@@ -80,13 +86,14 @@ def started(chain: Chain | None = None) -> Chain:
     return chain
 
 
-def ready(chain: Chain) -> Chain:
+def ready(chain: Chain, *, review: bool = True) -> Chain:
     chain.add(Claimed(epoch=1), actor="w1")
     chain.add(EvidenceRecorded(evidence=Evidence(
         id="e1", kind=EvidenceKind.TEST, verdict=Verdict.PASSED, assurance=Assurance.REPORTED,
         summary="42 passed", recorded_at=chain.at, recorded_by="w1")), actor="w1")
     chain.add(MarkedReady(summary="done"), actor="w1")
-    chain.add(Reviewed(review_id=next_review_id(chain.now)))  # no gates: nothing to re-run
+    if review:
+        chain.add(Reviewed(review_id=next_review_id(chain.now)))  # no gates: nothing to re-run
     return chain
 
 
@@ -113,6 +120,7 @@ def test_verify_refuses_an_event_whose_actor_was_rewritten() -> None:
     # the claim is rewritten to another actor, and the packet with it (the fold matches)
     forged = msgspec.structs.replace(chain.events[1], actor="mallory")
     events = [chain.events[0], forged, *chain.events[2:]]
+    assert chain.now.worker is not None
     worker = msgspec.structs.replace(chain.now.worker, actor="mallory")
     # the later events were the worker's: rewrite them too, so only the hash can tell
     events = [msgspec.structs.replace(e, actor="mallory") if e.actor == "w1" else e
@@ -189,6 +197,16 @@ def test_only_the_last_blocker_of_a_failed_delivery_plans_it_again() -> None:
     assert _finals(before, after, chain.events[-1]) == [outbox.final_key(RUN)]
 
 
+@pytest.mark.parametrize("actor", ["alice", "w1", "watchdog:w", "relayer"])
+def test_only_a_relay_records_the_final_deliverys_outcome(actor: str) -> None:
+    chain = ready(started())
+    approved = chain.add(Approved())
+    delivered = Delivered(key=outbox.final_key(RUN), detail="HTTP 200", attempts=1)
+    with pytest.raises(Refused, match=f"{actor} may not"):
+        apply(approved, make_event(approved, RUN, delivered, actor=actor, at=chain.at))
+    assert chain.add(delivered, actor="relay:1").state is State.DELIVERED
+
+
 # --- the owner's heartbeat does not count while a worker holds the lease ---------------
 
 
@@ -220,6 +238,22 @@ def test_the_owner_may_still_block_and_record_while_a_worker_holds_the_lease() -
     assert after.state is State.BLOCKED
 
 
+# --- the lease: every claim takes exactly the next epoch --------------------------------
+
+
+@pytest.mark.parametrize("epoch", [1, 3, 0])
+def test_a_claim_must_take_exactly_the_next_epoch(epoch: int) -> None:
+    chain = started()
+    held = chain.add(Claimed(epoch=1), actor="w1")
+    event = make_event(held, RUN, Claimed(epoch=epoch, took_over_from="w1"), actor="w2",
+                       at=chain.at)
+    with pytest.raises(InvalidInput, match=f"claim epoch {epoch} is not the next epoch 2"):
+        apply(held, event)
+    taken = chain.add(Claimed(epoch=2, took_over_from="w1"), actor="w2")
+    assert taken.worker is not None
+    assert (taken.worker.actor, taken.worker.epoch) == ("w2", 2)
+
+
 # --- authority: a transfer gives the authority it names, no other ----------------------
 
 
@@ -240,6 +274,82 @@ def test_a_transfer_to_someone_else_gives_nothing() -> None:
     packet = chain.add(AuthorityTransferred(authority=Authority.APPROVE, to="carol"))
     assert not holds_authority(packet, "bob", Authority.APPROVE)
     assert holds_authority(packet, "alice", Authority.DELIVER)  # the owner holds them all
+
+
+# --- gates: only a pass passes ------------------------------------------------------------
+
+
+def _reviewed_with(verdicts: dict[str, tuple[Verdict, ...]], required: bool = True) -> Chain:
+    """A run with gates `verdicts` names, reviewed once: each gate's rechecked results."""
+    chain = Chain()
+    chain.add(Started(title="t", kind=Kind.LONG_RUNNING, owner="alice", target="none:",
+                      stop_rules=StopRules(max_silence=600),
+                      gates=tuple(Gate(name=n, check="command:true", required=required)
+                                  for n in verdicts)))
+    ready(chain, review=False)
+    rows = [(name, v) for name, found in verdicts.items() for v in found]
+    chain.add(Reviewed(review_id="r1", evidence=tuple(Evidence(
+        id=f"e{len(chain.now.evidence) + i}", kind=EvidenceKind.COMMAND, verdict=verdict,
+        assurance=Assurance.RECHECKED, summary=f"{name}: {verdict}",
+        reason="runner offline" if verdict is Verdict.SKIPPED else None, gate=name,
+        review="r1", recorded_at=chain.at, recorded_by="alice")
+        for i, (name, verdict) in enumerate(rows, start=1))))
+    return chain
+
+
+def _approve(chain: Chain) -> Packet:
+    return apply(chain.now, make_event(chain.now, RUN, Approved(), actor="alice", at=chain.at))
+
+
+@pytest.mark.parametrize("found", [(Verdict.SKIPPED,), (Verdict.PASSED, Verdict.SKIPPED),
+                                   (Verdict.FAILED,), (Verdict.PASSED, Verdict.FAILED)])
+def test_a_required_gate_that_did_not_pass_refuses_approval(found: tuple[Verdict, ...]) -> None:
+    chain = _reviewed_with({"tests": found})
+    worst = Verdict.FAILED if Verdict.FAILED in found else Verdict.SKIPPED
+    with pytest.raises(RuleViolation, match=f"did not pass in review r1: tests {worst}"):
+        _approve(chain)
+
+
+def test_an_optional_gate_that_did_not_pass_does_not_refuse_approval() -> None:
+    chain = _reviewed_with({"lint": (Verdict.FAILED,)}, required=False)
+    assert _approve(chain).state is State.APPROVED
+    assert _approve(_reviewed_with({"tests": (Verdict.PASSED,)})).state is State.APPROVED
+
+
+# --- liveness: silent from the moment max_silence has passed ----------------------------
+
+
+def test_a_run_quiet_for_exactly_max_silence_is_silent() -> None:
+    packet = started().now  # max_silence 600, no heartbeat yet
+    limit = packet.created_at + timedelta(seconds=600)
+    assert liveness(packet, limit) is Liveness.SILENT
+    assert is_due(silent_due(packet), limit)
+    just_before = limit - timedelta(microseconds=1)
+    assert liveness(packet, just_before) is Liveness.FRESH
+    assert not is_due(silent_due(packet), just_before)
+
+
+# --- the sanitizer: the whole of 172.16.0.0/12 is private -------------------------------
+
+
+@pytest.mark.parametrize(("address", "private"), [
+    ("172.16.0.1", True), ("172.24.9.9", True), ("172.30.1.2", True), ("172.31.255.254", True),
+    ("172.15.0.1", False), ("172.32.0.1", False), ("10.0.0.1", True), ("192.168.1.1", True),
+])
+def test_private_ipv4_ranges_are_found_whole(address: str, private: bool) -> None:
+    kinds = [f.kind for f in find(f"ssh {address} to debug")]
+    assert kinds == ([FindingKind.PRIVATE_IP] if private else [])
+
+
+# --- classification: only work expected to take longer than the threshold detaches -----
+
+
+def test_expect_equal_to_the_threshold_is_bounded() -> None:
+    assert classify(None, 600.0, 600.0) is Kind.BOUNDED
+    assert classify(None, 600.5, 600.0) is Kind.LONG_RUNNING
+    assert classify(None, None, 600.0) is Kind.BOUNDED
+    assert classify(Kind.LONG_RUNNING, 1.0, 600.0) is Kind.LONG_RUNNING  # explicit wins
+    assert classify(Kind.BOUNDED, 9999.0, 600.0) is Kind.BOUNDED
 
 
 # --- substance: the floor is inclusive ---------------------------------------------------
