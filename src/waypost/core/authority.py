@@ -102,6 +102,16 @@ def _check_worker(packet: Packet, event: Event, move: Move) -> None:
         return
     if event.actor == packet.owner and (move is not Move.HEARTBEAT or lease is None):
         return  # the owner is never fenced, but only a lease holder's heartbeat counts
+    if lease is not None and event.actor == packet.owner:
+        # the heartbeat is the worker's proof of life: the owner's would reset the silence
+        # clock and hide a silent worker from the watchdog
+        raise StaleLease(
+            f"{event.actor} (the owner) may not heartbeat {packet.id} while {lease.actor} "
+            f"holds the lease (epoch {lease.epoch}): only the lease holder's heartbeat "
+            "counts, so a silent worker is still seen as silent",
+            hint=f"see how the worker is doing: waypost show {packet.id}; to take the work "
+            f"over yourself: waypost claim {packet.id} --as {event.actor}",
+        )
     if lease is not None:
         raise StaleLease(
             f"{event.actor} does not hold the lease on {packet.id}: {lease.actor} took it "
