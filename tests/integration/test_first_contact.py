@@ -102,3 +102,17 @@ def test_deliver_once_exits_3_when_a_delivery_failed_for_good(cli: Cli) -> None:
     assert packet["state"] == "blocked"
     assert [b["kind"] for b in packet["blockers"]] == ["delivery_failed"]
     assert cli("deliver", "--once").code == 0  # nothing more to fail: nothing due
+
+
+@pytest.mark.parametrize("verb", ["init", "ls", "doctor", "demo"])
+def test_a_missing_postgres_driver_is_exit_2_everywhere(verb: str, tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    hide_driver = ("import sys; sys.modules['psycopg'] = sys.modules['psycopg_pool'] = None; "
+                   "from waypost.cli import main; sys.exit(main(sys.argv[1:]))")
+    proc = subprocess.run([sys.executable, "-c", hide_driver, verb, "--store",
+                           "postgresql://nobody@127.0.0.1/none", "--json"],
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path, check=False)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "needs psycopg" in proc.stdout + proc.stderr

@@ -64,8 +64,10 @@ class Demo:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             code = main(with_options(list(args), "--store", self.store, "--as", actor))
         if code != expect:
-            raise DemoFailed(f"`waypost {shlex.join(args)}` exited {code}, not {expect}: "
-                             f"{err.getvalue().strip()}")
+            failed = DemoFailed(f"`waypost {shlex.join(args)}` exited {code}, not {expect}: "
+                                f"{err.getvalue().strip()}")
+            failed.exit_code = code if code in (2, 3, 4, 5, 75) else 1  # the step's own
+            raise failed
         shown = (out.getvalue() + err.getvalue()).rstrip()
         if shown:
             self.say(shown)

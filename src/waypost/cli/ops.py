@@ -17,7 +17,7 @@ import click
 
 from waypost.cli.context import Ctx, duration, verb
 from waypost.durations import utcnow
-from waypost.errors import NotFound, WaypostError
+from waypost.errors import InvalidInput, NotFound, WaypostError
 from waypost.store import POSTGRES_SCHEMES, Store, open_postgres, sqlite_path
 from waypost.store.base import Diagnosis, SchemaState, Status
 
@@ -54,36 +54,39 @@ def migrate(ctx: Ctx) -> None:
 @verb
 def doctor(ctx: Ctx, max_skew: str) -> None:
     """Check the store: connection, schema version, durability and file integrity
-    (SQLite), clock skew (PostgreSQL), every run's packet. Exits 1 when a check fails.
+    (SQLite), clock skew (PostgreSQL), every run's packet. Exits 1 when a check fails,
+    2 when the store URL cannot be used here (malformed, or its driver not installed).
     Never creates a store, nor migrates a PostgreSQL schema."""
-    url, checks = diagnose(ctx, duration(max_skew, "--max-skew") or 0.0)
+    url, checks, unusable = diagnose(ctx, duration(max_skew, "--max-skew") or 0.0)
     failed = [c.name for c in checks if c.status is Status.FAIL]
     summary = f"{len(failed)} check(s) failed: {', '.join(failed)}" if failed else "all good"
     ctx.emit({"store": url, "ok": not failed, "checks": checks},
              "\n".join([f"waypost doctor: {url}", *map(_row, checks), summary]))
     if failed:
-        raise click.exceptions.Exit(1)
+        raise click.exceptions.Exit(2 if unusable else 1)
 
 
 def _row(check: Diagnosis) -> str:
     return f"  {check.status.value:<5} {check.name:<14} {check.detail}"
 
 
-def diagnose(ctx: Ctx, max_skew: float) -> tuple[str, list[Diagnosis]]:
-    """(the store as shown, the checks): stops after a failed connection."""
+def diagnose(ctx: Ctx, max_skew: float) -> tuple[str, list[Diagnosis], bool]:
+    """(the store as shown, the checks, whether the URL is unusable here): stops after a
+    failed connection."""
     postgres = bool(ctx.store_url and ctx.store_url.startswith(POSTGRES_SCHEMES))
     try:
         store, elapsed_ms = _open_as_found(ctx, postgres)
     except WaypostError as exc:
         detail = f"{exc.message} (next: {exc.hint})" if exc.hint else exc.message
         return (ctx.store_url or "(default: .waypost/ found upward)",
-                [Diagnosis(name="connect", status=Status.FAIL, detail=detail)])
+                [Diagnosis(name="connect", status=Status.FAIL, detail=detail)],
+                isinstance(exc, InvalidInput))
     with store if postgres else contextlib.nullcontext():
         connect, *settings = store.diagnose(opened_ms=elapsed_ms, max_skew=max_skew)
         schema = _schema_check(store.schema_state())
         rest = ([_guarded("runs", store.rows_diagnosis), _guarded("watchers", lambda:
                  _watchers_check(store))] if schema.status is Status.OK else [])
-        return store.url, [connect, schema, *settings, *rest]
+        return store.url, [connect, schema, *settings, *rest], False
 
 
 def _guarded(name: str, check: Callable[[], Diagnosis]) -> Diagnosis:
