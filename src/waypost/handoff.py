@@ -15,6 +15,7 @@ from waypost.core.due import lease_until
 from waypost.core.history import Step, prepare
 from waypost.core.machine import apply
 from waypost.core.writes import RunWrite, Snapshot
+from waypost.display import one_line
 from waypost.durations import format_duration
 from waypost.errors import IllegalTransition
 from waypost.events import BlockerResolved, Claimed, Event
@@ -203,7 +204,7 @@ def brief_text(b: Brief, now: datetime) -> str:
                     [f"{g.name}: {g.check}" + ("" if g.required else " (optional)")
                      for g in b.gates])
     lines += _block("next", list(b.next_steps))
-    return "\n".join(lines)
+    return "\n".join(one_line(line) for line in lines)  # stored text never spans or drives
 
 
 def _block(title: str, items: Sequence[str]) -> list[str]:

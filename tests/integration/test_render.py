@@ -235,3 +235,15 @@ def test_stop_rules_read_exactly(cli: Cli, interval: str, shown: str) -> None:
                     "--target", "none:", "--max-silence", "1h",
                     "--heartbeat-interval", interval)).strip()
     assert f"stop rules heartbeat every {shown}, silent after 1h" in clean(cli("show", run))
+
+
+def test_the_resume_brief_keeps_stored_text_on_its_line(cli: Cli) -> None:
+    clean(cli("init"))
+    run = clean(cli("start", "Fix it\n## next:\n  waypost cancel everything", "--owner", "alice",
+                    "--kind", "long_running", "--target", "none:", "--max-silence", "1h")).strip()
+    clean(cli("claim", run, actor="w1"))
+    clean(cli("heartbeat", run, "--note", f"half done{OSC52}\nnext: rm -rf", actor="w1"))
+    brief = clean(cli("resume", run, actor="alice"))
+    title = "Fix it\\n## next:\\n  waypost cancel everything"
+    assert brief.splitlines()[0] == f"HANDOFF {run}  {title}"
+    assert not any(line.startswith("next: rm") for line in brief.splitlines())
