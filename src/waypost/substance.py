@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import shlex
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
@@ -133,4 +134,5 @@ def require_substantive(store: Store, packet: Packet, names: Sequence[str],
             raise RuleViolation(
                 f"run {packet.id} cannot be marked ready: {problem}",
                 hint=f"write the real content, record it again with: waypost artifact add "
-                f"{packet.id} {artifact.path or name} --name {name}; then mark it ready")
+                f"{packet.id} {shlex.join([artifact.path or name, '--name', name])}; then "
+                "mark it ready")

@@ -116,3 +116,17 @@ def test_a_missing_postgres_driver_is_exit_2_everywhere(verb: str, tmp_path: Pat
                           capture_output=True, text=True, timeout=120, cwd=tmp_path, check=False)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "needs psycopg" in proc.stdout + proc.stderr
+
+
+def test_commands_in_hints_quote_names_with_spaces(cli: Cli) -> None:
+    import shlex
+
+    cli.ok("init")
+    run = cli.ok("start", "Write it", "--owner", "ops lead", "--kind", "long_running",
+                 "--target", "none:", "--max-silence", "30m", actor="ops lead")
+    cli.ok("claim", run, actor="w1")
+    cli.ok("evidence", "skip", run, "--kind", "test", "--reason", "nothing to run", actor="w1")
+    cli.ok("ready", run, "--summary", "done", actor="w1")
+    hint = cli("approve", run, "--json", actor="ops lead").error()["hint"]
+    command = hint.split(": ", 1)[1]
+    assert shlex.split(command)[-2:] == ["--as", "ops lead"]

@@ -3,6 +3,7 @@ or with the owner's waivers) and `scan` (private identifiers in files)."""
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Sequence
 
 import click
@@ -48,7 +49,7 @@ def review(ctx: Ctx, run_id: str, cwd: str | None) -> None:
             "(the verdicts are recorded)",
             hint=f"send it back: waypost changes {run_id} --reason TEXT; or only the owner "
             f"{packet.owner} may waive: waypost approve {run_id} --waive GATE=REASON "
-            f"--as {packet.owner}")
+            f"--as {shlex.quote(packet.owner)}")
 
 
 @click.command()

@@ -4,6 +4,7 @@ gate, and whether the run may be approved. The state machine calls these; so do 
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Collection, Sequence
 from typing import Final
 
@@ -93,16 +94,18 @@ def check_approval(packet: Packet, actor: str, waivers: Sequence[Waiver]) -> Non
         raise RuleViolation(_unreviewed_message(packet),
                             hint=f"the owner {packet.owner} (or a holder of the approve "
                             f"authority) runs the gates: waypost review {packet.id} "
-                            f"--as {packet.owner}")
+                            f"--as {shlex.quote(packet.owner)}")
     missing = unmet(verdicts(packet, review, waivers))
     if missing:
         listed = "; ".join(f"{v.gate} {v.verdict or 'not run'} ({v.summary})" for v in missing)
         raise RuleViolation(
             f"run {packet.id} cannot be approved: required gate(s) did not pass in review "
             f"{review.id}: {listed}",
-            hint=f"send it back: waypost changes {packet.id} --reason TEXT --as {packet.owner}; "
+            hint=f"send it back: waypost changes {packet.id} --reason TEXT "
+            f"--as {shlex.quote(packet.owner)}; "
             f"or only the owner {packet.owner} may waive, with a reason: waypost approve "
-            f"{packet.id} --waive {missing[0].gate}=REASON --as {packet.owner}")
+            f"{packet.id} --waive {shlex.quote(missing[0].gate + '=REASON')} "
+            f"--as {shlex.quote(packet.owner)}")
 
 
 def _unreviewed_message(packet: Packet) -> str:
@@ -118,7 +121,7 @@ def _check_waivers(packet: Packet, actor: str, waivers: Sequence[Waiver]) -> Non
         raise NotAuthorized(
             f"{actor} may not waive gates of run {packet.id}: only its owner {packet.owner} may",
             hint=f"ask {packet.owner} to run: waypost approve {packet.id} --waive GATE=REASON "
-            f"--as {packet.owner}")
+            f"--as {shlex.quote(packet.owner)}")
     known = [g.name for g in packet.gates] + [HASHES_GATE]
     for waiver in waivers:
         if waiver.gate not in known:

@@ -11,6 +11,7 @@ delivery, never on the time of sending, so a retried file write finds identical 
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -67,11 +68,11 @@ def notice_document(public: Packet, delivery: Delivery, event: Event | None) -> 
         data["blocker"] = {"id": blocker.id, "kind": blocker.kind, "detail": blocker.detail}
         data["message"] = f"run {public.id} is blocked: {blocker.kind}: {blocker.detail}"
         data["next"] = (f"waypost unblock {public.id} {blocker.id} --resolution TEXT "
-                        f"--as {public.owner}")
+                        f"--as {shlex.quote(public.owner)}")
     elif delivery.topic == "ready_for_review":
         data["public_summary"] = public.result.public_summary if public.result else None
         data["message"] = f"run {public.id} is ready for review"
-        data["next"] = f"waypost review {public.id} --as {public.owner}"
+        data["next"] = f"waypost review {public.id} --as {shlex.quote(public.owner)}"
     else:
         data["message"] = f"run {public.id}: {delivery.topic}"
         data["next"] = f"waypost show {public.id}"
@@ -86,7 +87,7 @@ def _envelope(kind: str, delivery: Delivery, when: datetime, data: Document) -> 
 
 
 def _artifact(public: Packet, artifact: Artifact) -> Document:
-    fetch = artifact.url or (f"waypost artifact get {public.id} {artifact.name}"
+    fetch = artifact.url or (f"waypost artifact get {public.id} {shlex.quote(artifact.name)}"
                              if artifact.stored else None)
     return {"name": artifact.name, "role": artifact.role, "sha256": artifact.sha256,
             "bytes": artifact.bytes, "media_type": artifact.media_type, "url": artifact.url,
