@@ -147,6 +147,9 @@ _SEPARATOR_AND_NAME_REVERSED: Final = re.compile(
     r"(?P<sep>=:|>=|=|:)[ \t]*[\"']?(?i:(?P<name>"
     + "|".join(name[::-1].replace("?", "[_-]?") for name in _SECRET_NAMES) + "))")
 _NOT_AFTER_SEPARATOR: Final = {"=": "=", ":": ":/="}
+# A secret-named key and its separator inside a value (read once per value: linear).
+_NESTED_KEY: Final = re.compile(
+    r"(?i:" + "|".join(name.replace("?", "[_-]?") for name in _SECRET_NAMES) + r")[\"']?[ \t]*[=:]")
 _VALUE: Final = re.compile(r"[ \t]*(?P<value>\"[^\"\n]*\"|'[^'\n]*'|`[^`\n]*`|[^\s\"'`,;&]+)")
 _KEY_CHARS: Final = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-"
 _VALUE_ENDS_ITEM: Final = re.compile(r"[\"']?[ \t]*(?:[,}]|\r?\n|\Z)")
@@ -199,8 +202,8 @@ def _assigned_secret(text: str, assignment: _Assignment) -> Span | None:
     else:
         value = _trim_bare(value)
         end = start + len(value)
-    if not value or _placeholder(value, assignment.key):
-        return None
+    if not value or (_placeholder(value, assignment.key) and not _NESTED_KEY.search(value)):
+        return None  # (a "placeholder" that holds a key of its own is no placeholder)
     if quoted:
         return start, end
     if _CODE.search(value):
