@@ -104,7 +104,20 @@ def row(delivery: Delivery, now: datetime) -> str:
         details.append(f"last error: {delivery.last_error}")
     if delivery.status is DeliveryStatus.QUEUED:
         details.append(_next(delivery.next_attempt_at, now))
+    details.extend(_maybe_delivered(delivery))
     return f"{head} ({'; '.join(details)})"
+
+
+def _maybe_delivered(delivery: Delivery) -> list[str]:
+    """Where it may already be although no receipt says so (an outcome was unknown)."""
+    said = []
+    if delivery.outcome_unknown_at is not None and delivery.status is not DeliveryStatus.SENT:
+        said.append(f"outcome unknown since {delivery.outcome_unknown_at:%Y-%m-%d %H:%M:%S}Z:"
+                    f" {delivery.target} may already have it")
+    if delivery.maybe_delivered_to:
+        said.append("retargeted with a duplicate accepted: "
+                    f"{', '.join(delivery.maybe_delivered_to)} may already have the result")
+    return said
 
 
 def _attempts(count: int) -> str:
