@@ -286,11 +286,11 @@ def _event_gist(data: EventData) -> str:
 
 
 def retarget_gist(data: Retargeted) -> str:
-    """`target → file:out.md; notify → …` and, when accepted, that a duplicate may come."""
+    """`target → file:out.md; notify → …`, after the owner's acceptance of a duplicate."""
     said = "; ".join(f"{field} → {value}" for field, value in
                      (("target", data.target), ("notify", data.notify)) if value is not None)
-    if data.accept_duplicate:
-        said += " (duplicate accepted: the old target may already have the result)"
+    if data.accept_duplicate:  # first: a long target must not cut it off
+        return f"duplicate accepted (the old target may already have the result); {said}"
     return said
 
 
