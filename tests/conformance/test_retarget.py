@@ -14,7 +14,13 @@ from waypost import retarget, runs
 from waypost.core import outbox
 from waypost.core.history import verify_run
 from waypost.delivery.relay import Relay
-from waypost.errors import Conflict, IllegalTransition, NotAuthorized, RuleViolation
+from waypost.errors import (
+    Conflict,
+    IllegalTransition,
+    InvalidInput,
+    NotAuthorized,
+    RuleViolation,
+)
 from waypost.events import Retargeted
 from waypost.model import Delivery, DeliveryStatus, Purpose, State
 from waypost.store import Store
@@ -208,3 +214,12 @@ def test_only_the_owner_retargets(store: Store, clock: FakeClock) -> None:
     with pytest.raises(NotAuthorized, match="only its owner alice"):
         runs.Run(store, run_id, actor="w1", clock=clock).retarget("file:other.md")
     assert _final(store, run_id).target == "file:out.md"
+
+
+def test_a_retarget_that_changes_nothing_is_refused(store: Store, clock: FakeClock) -> None:
+    run, _ = runs.start(store, "t", actor="alice", target="none:", clock=clock)
+    with pytest.raises(InvalidInput, match="changes nothing"):
+        run.retarget("none:")
+    with pytest.raises(InvalidInput, match="name a new target"):
+        run.retarget()
+    assert store.get(run.id).version == 1
