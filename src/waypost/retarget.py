@@ -29,8 +29,8 @@ def decide(store: Store, snap: Snapshot, *, actor: str, at: datetime, target: st
     before = snap.packet
     steps: list[Step] = [(Retargeted(target=target, notify=notify,
                                      accept_duplicate=accept_duplicate), None)]
-    if before.state is State.BLOCKED:
-        new = target or before.target
+    if before.state is State.BLOCKED and target is not None:  # notify alone sends nothing
+        new = target
         steps += [(BlockerResolved(blocker_id=b.id, resolution=f"retargeted to {new}: the "
                                    "final delivery is queued again under the same key"), None)
                   for b in before.open_blockers if b.kind is BlockerKind.DELIVERY_FAILED]

@@ -57,6 +57,9 @@ def test_a_failed_delivery_retargeted_is_delivered_once_under_the_same_key(
     [failed] = _relay(store, clock, tmp_path).drain()
     assert failed.status is DeliveryStatus.FAILED
     assert store.get(run_id).state is State.BLOCKED
+    _owner(store, run_id, clock).retarget(notify="file:notes.jsonl")  # the result stays put
+    assert store.get(run_id).state is State.BLOCKED
+    assert _final(store, run_id).status is DeliveryStatus.FAILED
 
     packet = _owner(store, run_id, clock).retarget("file:out.md")
     assert (packet.state, packet.target) == (State.APPROVED, "file:out.md")

@@ -70,7 +70,8 @@ def _row_line(final: Delivery, now: datetime | None,
         return f"sent to {final.target} (receipt: {final.receipt}) but not recorded on the run"
     if final.status is DeliveryStatus.FAILED:
         return (f"FAILED for good to {final.target} after {tried}; resolve the "
-                "delivery_failed blocker to send it again under the same key")
+                "delivery_failed blocker to send it again under the same key, or send it "
+                f"elsewhere: waypost retarget {final.run_id} URI")
     parts = [f"queued for {final.target}", tried]
     if now is not None and final.lease_expires_at is not None and final.lease_expires_at > now:
         parts.append(f"being sent now by {final.lease_owner}")
