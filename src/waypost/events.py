@@ -109,6 +109,15 @@ class DeliveryFailed(EventData, tag="delivery_failed", frozen=True, kw_only=True
     attempts: int
 
 
+class Retargeted(EventData, tag="retargeted", frozen=True, kw_only=True):
+    """The owner changed where the result goes before it was delivered (None: unchanged)."""
+
+    target: str | None = None
+    notify: str | None = None
+    # an earlier attempt's outcome was unknown: the old target may already have the result
+    accept_duplicate: bool = False
+
+
 class Nudged(EventData, tag="nudged", frozen=True, kw_only=True):
     topic: NudgeTopic
     detail: str
@@ -131,6 +140,7 @@ AnyEventData = (
     | Nudged
     | Delivered
     | DeliveryFailed
+    | Retargeted
 )
 
 

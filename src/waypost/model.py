@@ -243,6 +243,9 @@ class OutboxItem(Record, frozen=True, kw_only=True):
     target: str
     event_seq: int
     created_at: datetime
+    # planned by a retarget whose owner accepted that the old target may already have it:
+    # the store then moves a final delivery whose earlier attempt's outcome is unknown
+    accept_duplicate: bool = False
 
 
 class DeliveryStatus(enum.StrEnum):
@@ -271,6 +274,12 @@ class Delivery(Record, frozen=True, kw_only=True):
     last_error: str | None = None
     sent_at: datetime | None = None
     receipt: str | None = None  # what the target said when it accepted
+    # when an attempt whose outcome is unknown started (a timeout or a dropped connection
+    # after the request went out): the current target may already have it
+    outcome_unknown_at: datetime | None = None
+    # earlier targets it was moved away from while an attempt's outcome there was unknown
+    # (the owner accepted a duplicate): they may already have it too
+    maybe_delivered_to: tuple[str, ...] = ()
 
 
 class Receipt(Record, frozen=True, kw_only=True):

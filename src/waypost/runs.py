@@ -487,3 +487,28 @@ class Run:
         checked_text(self.store, reason, "reason")
         return self.write(lambda p: Cancelled(reason=reason))
 
+    def retarget(self, target: str | None = None, notify: str | None = None,
+                 accept_duplicate: bool = False, *, config: Config | None = None) -> Packet:
+        """Owner: send the result (`target`) or the notices (`notify`) elsewhere, before
+        delivery; the URIs are decided as `start` decides them. A run blocked by its failed
+        final delivery has that blocker resolved in the same write: the same delivery is
+        queued again to the new target. Refused (Conflict) while a relay is sending it, and
+        (RuleViolation) when an earlier attempt's outcome is unknown, unless
+        `accept_duplicate`: the old target may already have the result."""
+        from waypost import retarget
+
+        if target is None and notify is None:
+            raise InvalidInput("name a new target, or --notify URI, or both",
+                               hint=f"waypost retarget {self.id} URI [--notify URI]")
+        for field, uri in (("target", target), ("notify", notify)):
+            if uri is not None:
+                inputs.text(uri, field, limit=inputs.TEXT_LIMITS["uri"])
+        _check_targets(self.store, config or Config(), target=target, notify=notify)
+
+        def attempt() -> Packet:
+            return self._commit(retarget.decide(
+                self.store, self.store.load(self.id), actor=self.actor, at=self.clock(),
+                target=target, notify=notify, accept_duplicate=accept_duplicate))
+
+        return retry_conflicts(attempt, what=f"run {self.id}: retargeting", pause=_jitter)
+

@@ -29,6 +29,7 @@ LAZY_COMMANDS: dict[str, str] = {
     "scan": "waypost.cli.review:scan",
     "watch": "waypost.cli.watch:watch",
     "resume": "waypost.cli.watch:resume",
+    "retarget": "waypost.cli.retarget:retarget",
     "prune": "waypost.cli.watch:prune",
 }
 

@@ -14,7 +14,7 @@ from datetime import datetime
 from waypost.core import observed
 from waypost.display import md_block, md_inline, one_line, printable
 from waypost.durations import format_duration
-from waypost.events import Approved, Claimed, Event, EventData, Reviewed
+from waypost.events import Approved, Claimed, Event, EventData, Retargeted, Reviewed
 from waypost.model import TERMINAL, Evidence, Packet, Review, State
 
 LABEL = 10  # the width of the terminal view's labels
@@ -272,6 +272,8 @@ def _event_gist(data: EventData) -> str:
     if isinstance(data, Claimed):
         took = f", took over from {data.took_over_from}" if data.took_over_from else ""
         return f"epoch {data.epoch}{took}"
+    if isinstance(data, Retargeted):
+        return retarget_gist(data)
     for field in ("detail", "reason", "resolution", "note", "summary", "title"):
         value = getattr(data, field, None)
         if value:
@@ -281,6 +283,15 @@ def _event_gist(data: EventData) -> str:
         if value is not None:
             return str(getattr(value, "name", None) or getattr(value, "summary", ""))
     return ""
+
+
+def retarget_gist(data: Retargeted) -> str:
+    """`target → file:out.md; notify → …`, after the owner's acceptance of a duplicate."""
+    said = "; ".join(f"{field} → {value}" for field, value in
+                     (("target", data.target), ("notify", data.notify)) if value is not None)
+    if data.accept_duplicate:  # first: a long target must not cut it off
+        return f"duplicate accepted (the old target may already have the result); {said}"
+    return said
 
 
 def _gates_by_verdict(evidence: Sequence[Evidence]) -> str:

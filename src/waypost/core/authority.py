@@ -23,7 +23,7 @@ from waypost.errors import NotAuthorized, RuleViolation, StaleLease
 from waypost.events import BlockerOpened, Event, EventData, Nudged
 from waypost.model import Authority, BlockerKind, Liveness, NudgeTopic, Packet
 
-OWNER_MOVES: Final = frozenset({Move.CHANGES, Move.TRANSFER, Move.CANCEL})
+OWNER_MOVES: Final = frozenset({Move.CHANGES, Move.TRANSFER, Move.CANCEL, Move.RETARGET})
 WATCHDOG_PREFIX: Final = "watchdog:"
 RELAY_PREFIX: Final = "relay:"
 # what a watchdog may record, each with the moment it falls due (core/due.py)

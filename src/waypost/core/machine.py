@@ -33,6 +33,7 @@ from waypost.events import (
     Heartbeat,
     MarkedReady,
     Nudged,
+    Retargeted,
     Reviewed,
     Started,
 )
@@ -332,6 +333,25 @@ def _delivery_failed(packet: Packet, event: Event) -> Packet:
     return msgspec.structs.replace(packet, blockers=(*packet.blockers, blocker))
 
 
+def _retargeted(packet: Packet, event: Event) -> Packet:
+    """A new target and/or notify (their syntax is decided by the use case, where the
+    delivery root is known); a retarget that changes nothing is refused."""
+    data = event.data
+    assert isinstance(data, Retargeted)
+    if data.target is None and data.notify is None:
+        raise InvalidInput("retarget names neither a target nor a notify",
+                           hint=f"waypost retarget {packet.id} URI [--notify URI]")
+    target = packet.target if data.target is None else _require_text(data.target, "target")
+    notify = packet.notify if data.notify is None else _require_text(data.notify, "notify")
+    if (target, notify) == (packet.target, packet.notify):
+        raise InvalidInput(
+            f"retarget changes nothing: {packet.id} already goes to {packet.target}"
+            + (f" (notify {packet.notify})" if packet.notify else ""),
+            hint=f"to send the same delivery again: waypost unblock {packet.id} BLOCKER "
+            "--resolution TEXT")
+    return msgspec.structs.replace(packet, target=target, notify=notify)
+
+
 def _nudged(packet: Packet, event: Event) -> Packet:
     data = event.data
     assert isinstance(data, Nudged)
@@ -356,4 +376,5 @@ _HANDLERS: Final[Mapping[type[EventData], Callable[[Packet, Event], Packet]]] = 
     Nudged: _nudged,
     Delivered: _delivered,
     DeliveryFailed: _delivery_failed,
+    Retargeted: _retargeted,
 }

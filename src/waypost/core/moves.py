@@ -26,6 +26,7 @@ from waypost.events import (
     Heartbeat,
     MarkedReady,
     Nudged,
+    Retargeted,
     Reviewed,
 )
 from waypost.model import Packet, State
@@ -47,6 +48,7 @@ class Move(enum.StrEnum):
     NUDGE = "nudge"  # the watchdog tells the owner that something waits on them
     DELIVER = "deliver"  # the relay records the target's receipt for the final delivery
     DELIVERY_FAIL = "delivery_fail"  # the relay gives up on the final delivery: blocked
+    RETARGET = "retarget"  # the owner changes the target or notify before delivery
 
 
 class _Return:
@@ -67,6 +69,7 @@ TABLE: Final[Mapping[State, Mapping[Move, Destination]]] = {
         Move.READY: S.READY_FOR_REVIEW,
         Move.TRANSFER: None,
         Move.CANCEL: S.CANCELLED,
+        Move.RETARGET: None,
     },
     S.BLOCKED: {
         Move.CLAIM: None,
@@ -77,6 +80,7 @@ TABLE: Final[Mapping[State, Mapping[Move, Destination]]] = {
         Move.EVIDENCE: None,
         Move.TRANSFER: None,
         Move.CANCEL: S.CANCELLED,
+        Move.RETARGET: None,
     },
     S.READY_FOR_REVIEW: {
         Move.EVIDENCE: None,
@@ -86,6 +90,7 @@ TABLE: Final[Mapping[State, Mapping[Move, Destination]]] = {
         Move.TRANSFER: None,
         Move.NUDGE: None,
         Move.CANCEL: S.CANCELLED,
+        Move.RETARGET: None,
     },
     S.APPROVED: {
         Move.TRANSFER: None,
@@ -93,6 +98,7 @@ TABLE: Final[Mapping[State, Mapping[Move, Destination]]] = {
         Move.DELIVERY_FAIL: S.BLOCKED,
         Move.NUDGE: None,
         Move.CANCEL: S.CANCELLED,
+        Move.RETARGET: None,
     },
     S.DELIVERED: {},
     S.CANCELLED: {},
@@ -114,6 +120,7 @@ MOVE_OF: Final[Mapping[type[EventData], Move]] = {
     Nudged: Move.NUDGE,
     Delivered: Move.DELIVER,
     DeliveryFailed: Move.DELIVERY_FAIL,
+    Retargeted: Move.RETARGET,
 }
 
 

@@ -70,7 +70,8 @@ def _row_line(final: Delivery, now: datetime | None,
         return f"sent to {final.target} (receipt: {final.receipt}) but not recorded on the run"
     if final.status is DeliveryStatus.FAILED:
         return (f"FAILED for good to {final.target} after {tried}; resolve the "
-                "delivery_failed blocker to send it again under the same key")
+                "delivery_failed blocker to send it again under the same key, or send it "
+                f"elsewhere: waypost retarget {final.run_id} URI")
     parts = [f"queued for {final.target}", tried]
     if now is not None and final.lease_expires_at is not None and final.lease_expires_at > now:
         parts.append(f"being sent now by {final.lease_owner}")
@@ -104,7 +105,20 @@ def row(delivery: Delivery, now: datetime) -> str:
         details.append(f"last error: {delivery.last_error}")
     if delivery.status is DeliveryStatus.QUEUED:
         details.append(_next(delivery.next_attempt_at, now))
+    details.extend(_maybe_delivered(delivery))
     return f"{head} ({'; '.join(details)})"
+
+
+def _maybe_delivered(delivery: Delivery) -> list[str]:
+    """Where it may already be although no receipt says so (an outcome was unknown)."""
+    said = []
+    if delivery.outcome_unknown_at is not None and delivery.status is not DeliveryStatus.SENT:
+        said.append(f"outcome unknown since {delivery.outcome_unknown_at:%Y-%m-%d %H:%M:%S}Z:"
+                    f" {delivery.target} may already have it")
+    if delivery.maybe_delivered_to:
+        said.append("retargeted with a duplicate accepted: "
+                    f"{', '.join(delivery.maybe_delivered_to)} may already have the result")
+    return said
 
 
 def _attempts(count: int) -> str:

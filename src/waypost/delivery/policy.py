@@ -15,6 +15,8 @@ The one classifier of delivery errors. Every target reports its failures through
     transient (backed off, retried until the horizon; then blocked, saying so)
         HTTP 5xx, 408, 425, 429, other 3xx, anything else unexpected
         timeouts, connection and TLS errors, a relay without its webhook secret
+        (a timeout or a lost connection after the request went out is also marked
+        `outcome_unknown`: the receiver may have it, which a retarget must respect)
         ENOSPC, EDQUOT, EIO, EAGAIN, EBUSY, and any other OS error
         exec: every other non-zero exit (75, EX_TEMPFAIL, included), death by a signal
         a target's own bug (an exception the relay did not expect)
@@ -48,14 +50,20 @@ class Attempt(msgspec.Struct, frozen=True, kw_only=True):
     outcome: Outcome
     detail: str  # the receipt when sent, else the error
     retry_after: float | None = None  # seconds the target asked us to wait (Retry-After)
+    # the request went out but no answer came back (a timeout or a dropped connection
+    # after sending; an exec: command cut off at its timeout): the receiver may already
+    # have it, so moving it to another target could deliver it twice. A file: never is.
+    outcome_unknown: bool = False
 
 
 def sent(detail: str) -> Attempt:
     return Attempt(outcome=Outcome.SENT, detail=detail)
 
 
-def retry(detail: str, retry_after: float | None = None) -> Attempt:
-    return Attempt(outcome=Outcome.RETRY, detail=detail, retry_after=retry_after)
+def retry(detail: str, retry_after: float | None = None, *,
+          outcome_unknown: bool = False) -> Attempt:
+    return Attempt(outcome=Outcome.RETRY, detail=detail, retry_after=retry_after,
+                   outcome_unknown=outcome_unknown)
 
 
 def give_up(detail: str) -> Attempt:
@@ -106,7 +114,9 @@ def for_exit(code: int, said: str) -> Attempt:
 
 
 def for_timeout(what: str, seconds: float) -> Attempt:
-    return retry(f"{what} did not finish within {seconds:g}s")
+    """A send cut off at its timeout after it started: it may have done its work."""
+    return retry(f"{what} did not finish within {seconds:g}s (it may have delivered: "
+                 "outcome unknown)", outcome_unknown=True)
 
 
 def unusable(detail: str) -> Attempt:

@@ -160,27 +160,29 @@ class Relay:
         retry_at = policy.next_try(result, attempts=delivery.attempts, now=self.clock(),
                                    queued_at=delivery.queued_at, base=s.backoff_base,
                                    cap=s.max_delay, horizon=s.horizon, rand=self.rand)
+        unknown = result.outcome_unknown  # recorded on the row: a retarget must respect it
         if retry_at is not None:
             return self.store.retry_delivery(delivery.key, self.id, error=result.detail,
-                                             retry_at=retry_at)
+                                             retry_at=retry_at, outcome_unknown=unknown)
         error = result.detail
         if result.outcome is policy.Outcome.RETRY:
             error = policy.exhausted(error, delivery.attempts, s.horizon)
         else:
             error = f"{error} (permanent: retrying would not help, so it was not retried)"
-        return self._settle(delivery, error=error)
+        return self._settle(delivery, error=error, outcome_unknown=unknown)
 
     def _settle(self, delivery: Delivery, *, receipt: str | None = None,
-                error: str | None = None) -> Delivery:
+                error: str | None = None, outcome_unknown: bool = False) -> Delivery:
         """Finish the row; for the final delivery, with the run's event in the same commit."""
         at = self.clock()
         if delivery.purpose is not Purpose.FINAL:
             return self.store.finish_delivery(delivery.key, self.id, at=at, receipt=receipt,
-                                              error=error)
+                                              error=error, outcome_unknown=outcome_unknown)
         # the run may change meanwhile (a transfer, a cancel): then it is decided again
         return retry_conflicts(lambda: self.store.finish_delivery(
             delivery.key, self.id, at=at, receipt=receipt, error=error,
-            write=self._run_write(delivery, at, receipt, error)), what=delivery.key)
+            write=self._run_write(delivery, at, receipt, error),
+            outcome_unknown=outcome_unknown), what=delivery.key)
 
     def _run_write(self, delivery: Delivery, at: datetime, receipt: str | None,
                    error: str | None) -> RunWrite | None:
@@ -215,4 +217,5 @@ def failure_detail(delivery: Delivery, error: str) -> str:
     plural = "s" if delivery.attempts != 1 else ""
     return (f"final delivery to {delivery.target} failed after {delivery.attempts} "
             f"attempt{plural}: {error}. Resolving this blocker queues the same delivery "
-            f"again (key {delivery.key}).")
+            f"again (key {delivery.key}); to send it elsewhere: waypost retarget "
+            f"{delivery.run_id} URI.")

@@ -61,11 +61,21 @@ class WebhookTarget(Target):
                 head = _head(response)
         except httpx.TimeoutException as exc:
             return retry(f"no answer from {self.url} within {self.timeout:g}s "
-                         f"({type(exc).__name__})")
+                         f"({type(exc).__name__})", outcome_unknown=_after_sending(exc))
         except httpx.HTTPError as exc:
-            return retry(f"cannot reach {self.url}: {type(exc).__name__}: {exc}")
+            return retry(f"cannot reach {self.url}: {type(exc).__name__}: {exc}",
+                         outcome_unknown=_after_sending(exc))
         return msgspec.structs.replace(attempt, detail=f"{attempt.detail}: {head}") if head \
             else attempt
+
+
+def _after_sending(exc: Exception) -> bool:
+    """Whether the whole request had gone out when `exc` ended it: waiting for (or reading)
+    the answer timed out, or the connection dropped then. The receiver may have it. A
+    failure to connect, or while writing, left it with no complete request."""
+    import httpx
+
+    return isinstance(exc, httpx.ReadTimeout | httpx.ReadError | httpx.RemoteProtocolError)
 
 
 @functools.cache

@@ -162,11 +162,17 @@ class Store(ABC):
         write primitive (`history.prepare` decides what goes in it).
 
         Raises VersionConflict when another write came first, NotFound for no such run.
-        An outbox key that already exists is kept as it is (never queued twice), with one
-        exception: a `failed` final delivery planned again (its `delivery_failed` blocker
-        was resolved) is queued again under the same key: status `queued`,
-        `next_attempt_at` and `queued_at` = the item's `created_at`, lease cleared;
-        `attempts`, `last_error`, `created_at` and `event_seq` are kept.
+        An outbox key that already exists is kept as it is (never queued twice), except a
+        final delivery planned again, decided against its row as it stands inside this
+        transaction (`core.outbox.settle_final`): a `failed` one planned by `approved` (its
+        `delivery_failed` blocker was resolved) is queued again under the same key, and one
+        planned to another target (a retarget) takes that target; either way status
+        `queued` rows get `next_attempt_at` and `queued_at` = the item's `created_at`, lease
+        cleared; `attempts`, `last_error`, `created_at` and `event_seq` are kept. While a
+        relay holds a live lease on that row the whole write is refused (Conflict), and
+        moving it away from a target that may already have it (`outcome_unknown_at`, or a
+        lapsed lease with no outcome) needs `item.accept_duplicate` (else RuleViolation):
+        nothing is written then.
         """
 
     def commit(self, run_id: str, expected_version: int, events: Sequence[Event],
@@ -215,10 +221,12 @@ class Store(ABC):
         """
 
     @abstractmethod
-    def retry_delivery(self, key: str, relay: str, *, error: str,
-                       retry_at: datetime) -> Delivery:
+    def retry_delivery(self, key: str, relay: str, *, error: str, retry_at: datetime,
+                       outcome_unknown: bool = False) -> Delivery:
         """Record a failed attempt that may succeed later: the row stays `queued`, due at
-        `retry_at`, with `last_error = error` and its lease cleared.
+        `retry_at`, with `last_error = error` and its lease cleared. With `outcome_unknown`
+        (the request went out, no answer came back) `outcome_unknown_at` becomes the
+        attempt's start (`last_attempt_at`); it stays set until the target changes.
 
         StaleLease if `relay` is not the row's `lease_owner` or the row is not `queued`
         (another relay took it over); NotFound for an unknown key. Nothing changes then.
@@ -227,10 +235,12 @@ class Store(ABC):
     @abstractmethod
     def finish_delivery(self, key: str, relay: str, *, at: datetime,
                         receipt: str | None = None, error: str | None = None,
-                        write: RunWrite | None = None) -> Delivery:
+                        write: RunWrite | None = None,
+                        outcome_unknown: bool = False) -> Delivery:
         """Settle a delivery for good and clear its lease, in one transaction: `sent` with
         `sent_at = at` and `receipt` (when `receipt` is given; `last_error` is kept), else
-        `failed` with `last_error = error` (kept as it was when `error` is None).
+        `failed` with `last_error = error` (kept as it was when `error` is None), marked as
+        `retry_delivery` marks it with `outcome_unknown`.
         `attempts` is not changed (the claim counted the attempt).
 
         With `write`, the run's events, packet and outbox rows are committed exactly as

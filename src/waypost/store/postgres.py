@@ -179,6 +179,8 @@ class PostgresStore(Store):
         """Write runs in order (a run's writes may chain), each kind of statement once, as
         one pipelined batch. One write's guard is checked here; a page's (several writes)
         were checked under row locks before, so every row must match."""
+        items = [item for w in writes for item in w.outbox]
+        outbox_sql.lock_finals(cur, items)
         cur.executemany(_UPDATE_RUN, [self._update_params(w) for w in writes])
         if cur.rowcount != len(writes):
             if len(writes) == 1:
@@ -186,7 +188,7 @@ class PostgresStore(Store):
             raise StoreError(f"a batch of {len(writes)} guarded writes changed {cur.rowcount}"
                              " rows", hint="run the sweep again")
         self._insert_events(cur, [e for w in writes for e in w.events])
-        outbox_sql.queue(cur, [item for w in writes for item in w.outbox])
+        outbox_sql.queue(cur, items)
 
     def _update_params(self, write: RunWrite) -> tuple[object, ...]:
         version, state, owner, head, updated, due, *packet = self._columns(
@@ -291,16 +293,19 @@ class PostgresStore(Store):
         with self._cursor("claim deliveries", write=True) as cur:
             return outbox_sql.claim(cur, relay, now=now, lease_s=lease_s, limit=limit)
 
-    def retry_delivery(self, key: str, relay: str, *, error: str,
-                       retry_at: datetime) -> Delivery:
+    def retry_delivery(self, key: str, relay: str, *, error: str, retry_at: datetime,
+                       outcome_unknown: bool = False) -> Delivery:
         with self._cursor(f"reschedule delivery {key}", write=True) as cur:
-            return outbox_sql.retry(cur, key, relay, error=error, retry_at=retry_at)
+            return outbox_sql.retry(cur, key, relay, error=error, retry_at=retry_at,
+                                    outcome_unknown=outcome_unknown)
 
     def finish_delivery(self, key: str, relay: str, *, at: datetime,
                         receipt: str | None = None, error: str | None = None,
-                        write: RunWrite | None = None) -> Delivery:
+                        write: RunWrite | None = None,
+                        outcome_unknown: bool = False) -> Delivery:
         with self._cursor(f"settle delivery {key}", write=True) as cur:
-            settled = outbox_sql.finish(cur, key, relay, at=at, receipt=receipt, error=error)
+            settled = outbox_sql.finish(cur, key, relay, at=at, receipt=receipt, error=error,
+                                        outcome_unknown=outcome_unknown)
             if write is not None:
                 self._write_runs(cur, [write])
         return settled

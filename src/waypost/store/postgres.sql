@@ -77,7 +77,9 @@ CREATE TABLE outbox (
     sent_at          timestamptz,
     receipt          text,
     queued_at        timestamptz NOT NULL,  -- when it was (last) queued: the retry horizon
-    last_attempt_at  timestamptz            -- the latest claim
+    last_attempt_at  timestamptz,           -- the latest claim
+    outcome_unknown_at timestamptz,         -- an attempt whose outcome is unknown started
+    maybe_delivered_to text                 -- targets it left with an unknown outcome, one a line
 );
 
 -- one final delivery per run, ever

@@ -13,6 +13,7 @@ from typing import Any
 
 import psycopg
 
+from waypost.core.outbox import settle_final
 from waypost.errors import NotFound
 from waypost.model import Delivery, DeliveryStatus, OutboxItem, Purpose, RelayInfo
 from waypost.store.base import lost_lease
@@ -20,37 +21,73 @@ from waypost.store.base import lost_lease
 Cursor = psycopg.Cursor[Any]
 _COLUMNS = ("key, run_id, purpose, topic, target, event_seq, created_at, queued_at, status,"
             " attempts, next_attempt_at, last_attempt_at, lease_owner, lease_expires_at,"
-            " last_error, sent_at, receipt")
+            " last_error, sent_at, receipt, outcome_unknown_at, maybe_delivered_to")
+# an attempt whose outcome is unknown marks its row (from when the attempt started)
+_UNKNOWN = ("outcome_unknown_at = CASE WHEN %s THEN last_attempt_at"
+            " ELSE outcome_unknown_at END")
 _HELD = "key = %s AND status = 'queued' AND lease_owner = %s"
 
 
 def from_row(row: Sequence[Any]) -> Delivery:
     (key, run_id, purpose, topic, target, event_seq, created_at, queued_at, status, attempts,
      next_attempt_at, last_attempt_at, lease_owner, lease_expires_at, last_error, sent_at,
-     receipt) = row
+     receipt, outcome_unknown_at, maybe_delivered_to) = row
     return Delivery(
         key=key, run_id=run_id, purpose=Purpose(purpose), topic=topic, target=target,
         event_seq=event_seq, created_at=created_at, queued_at=queued_at,
         status=DeliveryStatus(status), attempts=attempts, next_attempt_at=next_attempt_at,
         last_attempt_at=last_attempt_at, lease_owner=lease_owner,
         lease_expires_at=lease_expires_at, last_error=last_error, sent_at=sent_at,
-        receipt=receipt,
+        receipt=receipt, outcome_unknown_at=outcome_unknown_at,
+        maybe_delivered_to=tuple(maybe_delivered_to.split("\n")) if maybe_delivered_to else (),
     )
 
 
+_INSERT = ("INSERT INTO outbox (key, run_id, purpose, topic, target, event_seq, created_at,"
+           " queued_at, next_attempt_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)"
+           " ON CONFLICT (key) DO NOTHING")
+
+
+def lock_finals(cur: Cursor, items: Sequence[OutboxItem]) -> None:
+    """Lock the existing rows of the final deliveries in `items` before the run is written:
+    a relay settling one locks its row, then the run, so taking them in that order too
+    means the two wait for each other instead of deadlocking."""
+    keys = [o.key for o in items if o.purpose is Purpose.FINAL]
+    if keys:
+        cur.execute("SELECT key FROM outbox WHERE key = ANY(%s) ORDER BY key FOR UPDATE",
+                    (keys,))
+
+
 def queue(cur: Cursor, items: Sequence[OutboxItem]) -> None:
-    """Insert new rows; a failed final delivery planned again is queued again."""
-    if not items:
+    """Insert new rows (a key that exists is kept); a final delivery planned again is
+    decided against its row as it stands, locked (`lock_finals`), in this transaction
+    (`settle_final`): a relay claiming it meanwhile waits, or skips it."""
+    rows = [(o.key, o.run_id, o.purpose.value, o.topic, o.target, o.event_seq, o.created_at,
+             o.created_at, o.created_at) for o in items if o.purpose is not Purpose.FINAL]
+    if rows:
+        cur.executemany(_INSERT, rows)
+    for item in items:
+        if item.purpose is Purpose.FINAL:
+            _queue_final(cur, item)
+
+
+def _queue_final(cur: Cursor, item: OutboxItem) -> None:
+    row = cur.execute(f"SELECT {_COLUMNS} FROM outbox WHERE key = %s FOR UPDATE",
+                      (item.key,)).fetchone()
+    if row is None:
+        at = item.created_at
+        cur.execute(_INSERT, (item.key, item.run_id, item.purpose.value, item.topic,
+                              item.target, item.event_seq, at, at, at))
         return
-    cur.executemany(
-        "INSERT INTO outbox (key, run_id, purpose, topic, target, event_seq, created_at,"
-        " queued_at, next_attempt_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)"
-        " ON CONFLICT (key) DO UPDATE SET status = 'queued',"
-        " next_attempt_at = excluded.next_attempt_at, queued_at = excluded.queued_at,"
-        " lease_owner = NULL, lease_expires_at = NULL"
-        " WHERE outbox.status = 'failed' AND outbox.purpose = 'final'",
-        [(o.key, o.run_id, o.purpose.value, o.topic, o.target, o.event_seq, o.created_at,
-          o.created_at, o.created_at) for o in items])
+    changed = settle_final(from_row(row), item)
+    if changed is not None:
+        cur.execute(
+            "UPDATE outbox SET target = %s, status = %s, next_attempt_at = %s, queued_at = %s,"
+            " lease_owner = %s, lease_expires_at = %s, outcome_unknown_at = %s,"
+            " maybe_delivered_to = %s WHERE key = %s",
+            (changed.target, changed.status.value, changed.next_attempt_at, changed.queued_at,
+             changed.lease_owner, changed.lease_expires_at, changed.outcome_unknown_at,
+             "\n".join(changed.maybe_delivered_to) or None, changed.key))
 
 
 def get(cur: Cursor, key: str) -> Delivery:
@@ -73,18 +110,19 @@ def claim(cur: Cursor, relay: str, *, now: datetime, lease_s: float,
     return sorted((from_row(r) for r in rows), key=lambda d: (d.next_attempt_at, d.key))
 
 
-def retry(cur: Cursor, key: str, relay: str, *, error: str, retry_at: datetime) -> Delivery:
+def retry(cur: Cursor, key: str, relay: str, *, error: str, retry_at: datetime,
+          outcome_unknown: bool = False) -> Delivery:
     row = cur.execute(
         "UPDATE outbox SET next_attempt_at = %s, last_error = %s, lease_owner = NULL,"
-        f" lease_expires_at = NULL WHERE {_HELD} RETURNING {_COLUMNS}",
-        (retry_at, error, key, relay)).fetchone()
+        f" lease_expires_at = NULL, {_UNKNOWN} WHERE {_HELD} RETURNING {_COLUMNS}",
+        (retry_at, error, outcome_unknown, key, relay)).fetchone()
     if row is None:
         raise lost_lease(get(cur, key), relay)
     return from_row(row)
 
 
 def finish(cur: Cursor, key: str, relay: str, *, at: datetime, receipt: str | None,
-           error: str | None) -> Delivery:
+           error: str | None, outcome_unknown: bool = False) -> Delivery:
     if receipt is not None:
         row = cur.execute(
             "UPDATE outbox SET status = 'sent', sent_at = %s, receipt = %s, lease_owner = NULL,"
@@ -93,8 +131,8 @@ def finish(cur: Cursor, key: str, relay: str, *, at: datetime, receipt: str | No
     else:
         row = cur.execute(
             "UPDATE outbox SET status = 'failed', last_error = COALESCE(%s, last_error),"
-            f" lease_owner = NULL, lease_expires_at = NULL WHERE {_HELD} RETURNING {_COLUMNS}",
-            (error, key, relay)).fetchone()
+            f" lease_owner = NULL, lease_expires_at = NULL, {_UNKNOWN} WHERE {_HELD}"
+            f" RETURNING {_COLUMNS}", (error, outcome_unknown, key, relay)).fetchone()
     if row is None:
         raise lost_lease(get(cur, key), relay)
     return from_row(row)

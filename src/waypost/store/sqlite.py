@@ -253,16 +253,19 @@ class SqliteStore(Store):
         with self._writing("claim deliveries") as db:
             return sqlite_outbox.claim(db, relay, now=now, lease_s=lease_s, limit=limit)
 
-    def retry_delivery(self, key: str, relay: str, *, error: str,
-                       retry_at: datetime) -> Delivery:
+    def retry_delivery(self, key: str, relay: str, *, error: str, retry_at: datetime,
+                       outcome_unknown: bool = False) -> Delivery:
         with self._writing(f"record an attempt of {key}") as db:
-            return sqlite_outbox.retry(db, key, relay, error=error, retry_at=retry_at)
+            return sqlite_outbox.retry(db, key, relay, error=error, retry_at=retry_at,
+                                       outcome_unknown=outcome_unknown)
 
     def finish_delivery(self, key: str, relay: str, *, at: datetime,
                         receipt: str | None = None, error: str | None = None,
-                        write: RunWrite | None = None) -> Delivery:
+                        write: RunWrite | None = None,
+                        outcome_unknown: bool = False) -> Delivery:
         with self._writing(f"finish delivery {key}") as db:
-            sqlite_outbox.finish(db, key, relay, at=at, receipt=receipt, error=error)
+            sqlite_outbox.finish(db, key, relay, at=at, receipt=receipt, error=error,
+                                 outcome_unknown=outcome_unknown)
             if write is not None:
                 self._commit_in(db, write)
             return sqlite_outbox.get(db, key)

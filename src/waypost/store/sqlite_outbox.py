@@ -11,13 +11,16 @@ from collections.abc import Collection, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from waypost.core.outbox import settle_final
 from waypost.errors import NotFound
 from waypost.model import Delivery, DeliveryStatus, OutboxItem, Purpose, RelayInfo
 from waypost.store.base import lost_lease
 
 _COLUMNS = ("key, run_id, purpose, topic, target, event_seq, created_at, queued_at, status,"
             " attempts, next_attempt_at, last_attempt_at, lease_owner, lease_expires_at,"
-            " last_error, sent_at, receipt")
+            " last_error, sent_at, receipt, outcome_unknown_at, maybe_delivered_to")
+# an attempt whose outcome is unknown marks its row (from when the attempt started)
+_UNKNOWN = "outcome_unknown_at = CASE WHEN ? THEN last_attempt_at ELSE outcome_unknown_at END"
 _HELD = "key = ? AND status = 'queued' AND lease_owner = ?"
 
 
@@ -32,7 +35,7 @@ def _iso(text: str | None) -> datetime | None:
 def from_row(row: Sequence[Any]) -> Delivery:
     (key, run_id, purpose, topic, target, event_seq, created_at, queued_at, status, attempts,
      next_attempt_at, last_attempt_at, lease_owner, lease_expires_at, last_error, sent_at,
-     receipt) = row
+     receipt, outcome_unknown_at, maybe_delivered_to) = row
     created = datetime.fromisoformat(created_at)
     return Delivery(
         key=key, run_id=run_id, purpose=Purpose(purpose), topic=topic, target=target,
@@ -42,22 +45,50 @@ def from_row(row: Sequence[Any]) -> Delivery:
         last_attempt_at=_moment(last_attempt_at), lease_owner=lease_owner,
         lease_expires_at=_moment(lease_expires_at), last_error=last_error,
         sent_at=_iso(sent_at), receipt=receipt,
+        outcome_unknown_at=_moment(outcome_unknown_at),
+        maybe_delivered_to=tuple(maybe_delivered_to.split("\n")) if maybe_delivered_to else (),
     )
 
 
 def queue(db: sqlite3.Connection, items: Sequence[OutboxItem]) -> None:
-    """Insert new rows; a failed final delivery planned again is queued again."""
+    """Insert new rows (a key that exists is kept); a final delivery planned again is
+    decided against its row as it stands in this transaction (`settle_final`)."""
     db.executemany(
         "INSERT INTO outbox (key, run_id, purpose, topic, target, event_seq, created_at,"
         " queued_at, next_attempt_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
-        " ON CONFLICT (key) DO UPDATE SET status = 'queued',"
-        " next_attempt_at = excluded.next_attempt_at, queued_at = excluded.queued_at,"
-        " lease_owner = NULL, lease_expires_at = NULL"
-        " WHERE outbox.status = 'failed' AND outbox.purpose = 'final'",
+        " ON CONFLICT (key) DO NOTHING",
         [(o.key, o.run_id, o.purpose.value, o.topic, o.target, o.event_seq,
           o.created_at.isoformat(), o.created_at.timestamp(), o.created_at.timestamp())
-         for o in items],
+         for o in items if o.purpose is not Purpose.FINAL],
     )
+    for item in items:
+        if item.purpose is Purpose.FINAL:
+            _queue_final(db, item)
+
+
+def _queue_final(db: sqlite3.Connection, item: OutboxItem) -> None:
+    row = db.execute(f"SELECT {_COLUMNS} FROM outbox WHERE key = ?", (item.key,)).fetchone()
+    if row is None:
+        at = item.created_at
+        db.execute("INSERT INTO outbox (key, run_id, purpose, topic, target, event_seq,"
+                   " created_at, queued_at, next_attempt_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                   (item.key, item.run_id, item.purpose.value, item.topic, item.target,
+                    item.event_seq, at.isoformat(), at.timestamp(), at.timestamp()))
+        return
+    changed = settle_final(from_row(row), item)
+    if changed is not None:
+        db.execute(
+            "UPDATE outbox SET target = ?, status = ?, next_attempt_at = ?, queued_at = ?,"
+            " lease_owner = ?, lease_expires_at = ?, outcome_unknown_at = ?,"
+            " maybe_delivered_to = ? WHERE key = ?",
+            (changed.target, changed.status.value, changed.next_attempt_at.timestamp(),
+             changed.queued_at.timestamp(), changed.lease_owner, _unix(changed.lease_expires_at),
+             _unix(changed.outcome_unknown_at), "\n".join(changed.maybe_delivered_to) or None,
+             changed.key))
+
+
+def _unix(moment: datetime | None) -> float | None:
+    return None if moment is None else moment.timestamp()
 
 
 def get(db: sqlite3.Connection, key: str) -> Delivery:
@@ -84,17 +115,18 @@ def claim(db: sqlite3.Connection, relay: str, *, now: datetime, lease_s: float,
 
 
 def retry(db: sqlite3.Connection, key: str, relay: str, *, error: str,
-          retry_at: datetime) -> Delivery:
+          retry_at: datetime, outcome_unknown: bool = False) -> Delivery:
     cur = db.execute(
         "UPDATE outbox SET next_attempt_at = ?, last_error = ?, lease_owner = NULL,"
-        f" lease_expires_at = NULL WHERE {_HELD}", (retry_at.timestamp(), error, key, relay))
+        f" lease_expires_at = NULL, {_UNKNOWN} WHERE {_HELD}",
+        (retry_at.timestamp(), error, outcome_unknown, key, relay))
     if cur.rowcount != 1:
         raise lost_lease(get(db, key), relay)
     return get(db, key)
 
 
 def finish(db: sqlite3.Connection, key: str, relay: str, *, at: datetime,
-           receipt: str | None, error: str | None) -> None:
+           receipt: str | None, error: str | None, outcome_unknown: bool = False) -> None:
     if receipt is not None:
         cur = db.execute(
             "UPDATE outbox SET status = 'sent', sent_at = ?, receipt = ?, lease_owner = NULL,"
@@ -102,7 +134,8 @@ def finish(db: sqlite3.Connection, key: str, relay: str, *, at: datetime,
     else:
         cur = db.execute(
             "UPDATE outbox SET status = 'failed', last_error = COALESCE(?, last_error),"
-            f" lease_owner = NULL, lease_expires_at = NULL WHERE {_HELD}", (error, key, relay))
+            f" lease_owner = NULL, lease_expires_at = NULL, {_UNKNOWN} WHERE {_HELD}",
+            (error, outcome_unknown, key, relay))
     if cur.rowcount != 1:
         raise lost_lease(get(db, key), relay)
 
