@@ -70,7 +70,8 @@ def deliver(ctx: Ctx, once: bool, backoff_base: str | None, max_delay: str | Non
         if failed:  # so that cron, CI or a script notices: the run is blocked now
             raise Refused(f"{len(failed)} deliver{'y' if len(failed) == 1 else 'ies'} failed "
                           f"for good: {', '.join(d.key for d in failed)}",
-                          hint=f"see why: waypost show {failed[0].run_id}; then fix the "
+                          hint=f"see why: waypost show {failed[0].run_id}; then send it "
+                          f"elsewhere: waypost retarget {failed[0].run_id} URI, or fix the "
                           "target and unblock the run")
         return
     stop = threading.Event()
