@@ -130,3 +130,11 @@ def test_commands_in_hints_quote_names_with_spaces(cli: Cli) -> None:
     hint = cli("approve", run, "--json", actor="ops lead").error()["hint"]
     command = hint.split(": ", 1)[1]
     assert shlex.split(command)[-2:] == ["--as", "ops lead"]
+
+
+@pytest.mark.parametrize("verb", [["deliver"], ["watch"], ["start"], ["evidence", "run"],
+                                  ["prune"], ["doctor"]])
+def test_help_writes_defaults_one_way(cli: Cli, verb: list[str]) -> None:
+    text = " ".join(cli.ok(*verb, "--help").split())  # click wraps lines
+    assert "[default " not in text
+    assert "default:" in text or "[default" not in text
