@@ -213,3 +213,12 @@ def test_fold_rebuilds_the_packet() -> None:
         events.append(ev(p, data))
         p = apply(p, events[-1])
     assert fold(events) == p
+
+
+@pytest.mark.parametrize("fraction", [-0.01, 1.01, 7.0])
+def test_the_machine_itself_refuses_progress_outside_0_to_1(fraction: float) -> None:
+    """The edges refuse it first; the rule still holds for an event that reaches apply()
+    another way (a library caller, a replayed history)."""
+    with pytest.raises(InvalidInput, match="progress must be between 0 and 1"):
+        step(started(), Heartbeat(fraction=fraction))
+    assert step(started(), Heartbeat(fraction=1.0)).progress.fraction == 1.0
