@@ -237,3 +237,13 @@ def test_a_limit_is_raised_within_bounds_or_refused(cli: Cli, run: str, change: 
     outcome = cli("limits", "--set", change, "--json")
     assert outcome.code == 2
     assert dump(cli.store) == before
+
+
+@pytest.mark.parametrize("url", ["/sys/kernel/waypost.db", "/proc/1/none/waypost.db"])
+def test_a_store_path_that_cannot_be_opened_is_exit_2(cli: Cli, url: str,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    from waypost.cli import main
+
+    monkeypatch.setenv("WAYPOST_URL", url)
+    assert main(["start", "t", "--json"]) == 2
+    assert main(["init"]) == 2

@@ -54,6 +54,14 @@ def run_script(db: sqlite3.Connection, script: str) -> None:
             db.execute(statement)
 
 
+def unopenable(path: str, why: str) -> InvalidInput:
+    """A store path that cannot be opened here (a folder that cannot be read or written, a
+    path through something that is not a folder): the caller's to fix, exit 2, not a bug."""
+    return InvalidInput(f"cannot open the SQLite store at {path}: {why}",
+                        hint="check the path and its folder's permissions, or point --store "
+                        "/ WAYPOST_URL elsewhere")
+
+
 def existing_store(path: str) -> bool:
     """Whether a store file is there to open; False when nothing is at `path` yet. What is
     there but cannot be a store is refused: reading it would make it one."""
@@ -62,8 +70,7 @@ def existing_store(path: str) -> bool:
     except FileNotFoundError:
         return False
     except OSError as exc:
-        raise StoreError(f"cannot open the SQLite store at {path}: {exc.strerror}",
-                         hint="check the path and its permissions") from exc
+        raise unopenable(path, exc.strerror or str(exc)) from exc
     if not stat.S_ISREG(found.st_mode):
         raise InvalidInput(f"{path} is not a regular file, so it is not a waypost store",
                            hint="point --store / WAYPOST_URL at a store file, e.g. "
@@ -184,8 +191,7 @@ class StoreFile:
         try:
             db = connect(self.path, create=create, busy_s=self._busy_s)
         except (OSError, sqlite3.Error) as exc:
-            raise StoreError(f"cannot open the SQLite store at {self.path}: {exc}",
-                             hint="check the path and its folder's permissions") from exc
+            raise unopenable(self.path, str(exc)) from exc
         self.db = db
         try:
             db.execute("PRAGMA synchronous = FULL")
