@@ -246,7 +246,7 @@ def test_every_verb_meets_hostile_input(world: tuple[Path, str, list[str]],
           f"exit {code}")
     assert code in DOCUMENTED, f"exit {code} (a bug): {err}"
     if code != 0 and "--json" in argv[: argv.index("--") if "--" in argv else len(argv)]:
-        document = json.loads(err.strip().splitlines()[-1])
+        document = json.loads(err.strip().split("\n")[-1])  # not splitlines: U+0085 is text
         assert set(document["error"]) == {"code", "message", "hint"}, err
     if code != 0:
         assert dump(store) == before, f"exit {code} changed the store: {err}"
