@@ -44,22 +44,29 @@ def in_block(flavour: str, store_url: str, body: Body, **options: Any) -> str:
                "store": store_url, "heartbeat_every": 0.05, **options}
     seen: list[str] = []
     if flavour == "sync":
-        with waypost.run("import orders", **options) as run:
-            seen.append(run.id)
-            body(run)
+        try:
+            with waypost.run("import orders", **options) as run:
+                seen.append(run.id)
+                body(run)
+        finally:
+            assert heartbeat_threads() == []  # stopped by the time the block is left
         return seen[0]
 
     async def main() -> None:
-        async with waypost.arun("import orders", **options) as run:
-            seen.append(run.id)
-            body(run.sync)
+        try:
+            async with waypost.arun("import orders", **options) as run:
+                seen.append(run.id)
+                body(run.sync)
+        finally:
+            assert heartbeat_threads() == []
 
-    try:
-        asyncio.run(main())
-    finally:
-        if not seen:
-            raise AssertionError("the block was never entered")
+    asyncio.run(main())
+    assert seen, "the block was never entered"
     return seen[0]
+
+
+def heartbeat_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name.startswith("waypost heartbeats")]
 
 
 def packet_of(store_url: str, run_id: str) -> waypost.Packet:
