@@ -56,7 +56,8 @@ if typing.TYPE_CHECKING:
         Verdict,
     )
     from waypost.runs import Run, start
-    from waypost.sdk import arun, run
+    from waypost.sdk import run
+    from waypost.sdk_async import arun
     from waypost.store import Store, open_store
 
 __all__ = [
@@ -114,7 +115,8 @@ _HOMES = {
                       "BlockerKind", "Evidence", "EvidenceKind", "Gate", "Kind", "Liveness",
                       "Packet", "State", "StopRules", "Verdict"),
     "waypost.runs": ("Run", "start"),
-    "waypost.sdk": ("arun", "run"),
+    "waypost.sdk": ("run",),
+    "waypost.sdk_async": ("arun",),
     "waypost.store": ("Store", "open_store"),
 }
 _HOME_OF = {name: module for module, names in _HOMES.items() for name in names}

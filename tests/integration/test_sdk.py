@@ -236,6 +236,13 @@ def test_arun_takes_what_run_takes() -> None:
         waypost.run).parameters
 
 
+def test_a_bad_heartbeat_pace_is_refused_before_the_run_exists(store_url: str) -> None:
+    with pytest.raises(waypost.InvalidInput, match="heartbeat_every"):
+        in_block("sync", store_url, submit, heartbeat_every=float("nan"))
+    with open_store(store_url) as store:
+        assert store.run_ids() == []
+
+
 def test_a_bad_kind_is_refused_naming_the_allowed_ones(store_url: str) -> None:
     with pytest.raises(waypost.InvalidInput, match="failed_command"):
         in_block("sync", store_url, lambda run: run.block("waiting", "for the API key"))
