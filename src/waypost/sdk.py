@@ -327,7 +327,7 @@ class Worker:
         """Run `command` (an argument list, or a string split as a shell would, but run
         without one) and record what it did: exit code, time, output tail and full log.
         A failing command is recorded as `failed` evidence, not raised."""
-        argv = shlex.split(command) if isinstance(command, str) else list(command)
+        argv = _split(command) if isinstance(command, str) else list(command)
         packet = self._run.record_command(
             argv, kind=_member(EvidenceKind, kind, "kind"), cwd=cwd,
             timeout=self._config.evidence_timeout if timeout is None else timeout,
@@ -366,6 +366,14 @@ class Worker:
             self.finished = True
             self.beats.finish()
         return packet
+
+
+def _split(command: str) -> list[str]:
+    try:
+        return shlex.split(command)
+    except ValueError as exc:  # an unclosed quote
+        raise InvalidInput(f"cannot split the command {command!r}: {exc}",
+                           hint="pass the arguments as a list instead") from None
 
 
 def _member(enum: type[E], value: E | str, field: str) -> E:

@@ -243,6 +243,16 @@ def test_a_bad_heartbeat_pace_is_refused_before_the_run_exists(store_url: str) -
         assert store.run_ids() == []
 
 
+def test_a_command_string_is_split_as_a_shell_would_and_run_without_one(
+        store_url: str) -> None:
+    found: list[waypost.Evidence] = []
+    in_block("sync", store_url, lambda run: found.append(
+        run.evidence(f"{sys.executable} -c 'import sys; print(sys.argv[1:])' ; 'a b'")))
+    assert found[0].output_tail == "[';', 'a b']\n"  # no shell took the `;`
+    with pytest.raises(waypost.InvalidInput, match=r"unclosed|No closing"):
+        in_block("sync", store_url, lambda run: run.evidence("echo 'unclosed"))
+
+
 def test_a_bad_kind_is_refused_naming_the_allowed_ones(store_url: str) -> None:
     with pytest.raises(waypost.InvalidInput, match="failed_command"):
         in_block("sync", store_url, lambda run: run.block("waiting", "for the API key"))
