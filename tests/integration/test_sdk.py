@@ -271,3 +271,17 @@ def test_the_failure_detail_fits_its_limit() -> None:
     assert len(detail) <= TEXT_LIMITS["detail"]
     assert detail.startswith("waypost.run: the with block raised OverflowError: xxx")
     assert detail.rstrip().endswith('raise OverflowError("x" * 50_000)')
+
+
+def test_on_postgresql_too(pg_url: str) -> None:
+    """The heartbeat thread shares the store with the block: the pool's connections too."""
+    def busy(run: Worker) -> None:
+        time.sleep(0.3)
+        submit(run)
+
+    run_id = in_block("sync", pg_url, busy)
+    types = event_types(pg_url, run_id)
+    assert types.count("heartbeat") >= 2
+    assert packet_of(pg_url, run_id).state is waypost.State.READY_FOR_REVIEW
+    with pytest.raises(ValueError, match="bad row 17"):
+        in_block("async", pg_url, raise_deep)
