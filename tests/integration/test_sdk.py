@@ -270,7 +270,7 @@ def test_the_failure_detail_fits_its_limit() -> None:
         detail = failure_detail(exc)
     assert len(detail) <= TEXT_LIMITS["detail"]
     assert detail.startswith("waypost.run: the with block raised OverflowError: xxx")
-    assert detail.rstrip().endswith('raise OverflowError("x" * 50_000)')
+    assert "in deep" in detail[-200:]  # the end of the traceback, where it was raised
 
 
 def test_on_postgresql_too(pg_url: str) -> None:
