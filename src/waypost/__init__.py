@@ -7,6 +7,13 @@
     worker = waypost.Run(store, run.id, actor="worker-1")
     worker.claim()
     worker.heartbeat(note="reproduced", progress=0.3)
+
+or, around a worker's whole job (heartbeats while it runs; an exception blocks the run):
+
+    with waypost.run("Fix the flaky test", owner="alice", target="file:result.md",
+                     max_silence=1800) as run:
+        run.evidence(["pytest", "-q"], kind="test")
+        run.ready("the test no longer flakes")
 """
 
 import typing
@@ -49,6 +56,8 @@ if typing.TYPE_CHECKING:
         Verdict,
     )
     from waypost.runs import Run, start
+    from waypost.sdk import run
+    from waypost.sdk_async import arun
     from waypost.store import Store, open_store
 
 __all__ = [
@@ -86,8 +95,10 @@ __all__ = [
     "VersionConflict",
     "WaypostError",
     "apply",
+    "arun",
     "fold",
     "open_store",
+    "run",
     "start",
 ]
 
@@ -104,6 +115,8 @@ _HOMES = {
                       "BlockerKind", "Evidence", "EvidenceKind", "Gate", "Kind", "Liveness",
                       "Packet", "State", "StopRules", "Verdict"),
     "waypost.runs": ("Run", "start"),
+    "waypost.sdk": ("run",),
+    "waypost.sdk_async": ("arun",),
     "waypost.store": ("Store", "open_store"),
 }
 _HOME_OF = {name: module for module, names in _HOMES.items() for name in names}

@@ -14,7 +14,7 @@ import msgspec
 from waypost.config import Config
 from waypost.model import Assurance, Evidence, EvidenceKind, Verdict
 from waypost.store.base import Store
-from waypost.system.process import Echo, Finished, run_bounded
+from waypost.system.process import Echo, Finished, Tick, run_bounded
 
 MAX_OUTPUT_BYTES: Final = Config().max_output_bytes  # unless [limits] says otherwise
 
@@ -35,12 +35,14 @@ class CheckResult(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def run_command(argv: Sequence[str], *, cwd: str | None = None, timeout: float = 3600.0,
-                max_output: int = MAX_OUTPUT_BYTES, echo: Echo | None = None) -> Finished:
+                max_output: int = MAX_OUTPUT_BYTES, echo: Echo | None = None,
+                tick: Tick | None = None) -> Finished:
     """Run `argv` within bounds (see `waypost.system.process`), capturing (and optionally
     echoing) its combined output; a command that cannot start exits 127, as in a shell."""
     began = time.monotonic()
     try:
-        return run_bounded(argv, timeout=timeout, max_output=max_output, cwd=cwd, echo=echo)
+        return run_bounded(argv, timeout=timeout, max_output=max_output, cwd=cwd, echo=echo,
+                           tick=tick)
     except OSError as exc:
         said = f"cannot run {argv[0]!r}: {exc.strerror}\n".encode()
         return Finished(exit_code=127, duration_s=time.monotonic() - began, output=said,
@@ -75,10 +77,12 @@ def size(count: int) -> str:
 
 def command_result(argv: Sequence[str], *, store: Store, kind: EvidenceKind = EvidenceKind.COMMAND,
                    cwd: str | None = None, timeout: float = 3600.0, tail_bytes: int = 4096,
-                   max_output: int = MAX_OUTPUT_BYTES, echo: Echo | None = None) -> CheckResult:
+                   max_output: int = MAX_OUTPUT_BYTES, echo: Echo | None = None,
+                   tick: Tick | None = None) -> CheckResult:
     """Run the command; keep its output (the last `max_output` bytes) as a blob and what
-    happened as a result."""
-    outcome = run_command(argv, cwd=cwd, timeout=timeout, max_output=max_output, echo=echo)
+    happened as a result. `tick` is called while it runs (`evidence run` heartbeats)."""
+    outcome = run_command(argv, cwd=cwd, timeout=timeout, max_output=max_output, echo=echo,
+                          tick=tick)
     log_sha = store.put_blob(outcome.output)
     command = shlex.join(argv)
     return CheckResult(

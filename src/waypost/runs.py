@@ -373,18 +373,30 @@ class Run:
                        tail_bytes: int = 4096, echo: Callable[[bytes], None] | None = None,
                        gate: str | None = None,
                        assurance: Assurance = Assurance.RECORDED,
-                       max_output: int | None = None) -> Packet:
+                       max_output: int | None = None,
+                       heartbeat_every: float | None = None) -> Packet:
         """Run the command and record what happened (exit code, time, output tail, log).
-        Decided first: a run that would refuse the record runs nothing."""
+        Decided first: a run that would refuse the record runs nothing.
+
+        While it runs, the lease holder's heartbeat is sent for it (`waypost.beats`: every
+        `heartbeat_every` seconds, default from the stop rules), so a long test suite does
+        not make the worker look silent. A refused beat (the lease was taken over) stops
+        the beats but not the command: it finishes, and its record is then refused as any
+        fenced write is (StaleLease), its output kept in the store as a blob."""
+        from waypost.beats import Beats, beat_every
         from waypost.evidence import MAX_OUTPUT_BYTES, command_result
+        from waypost.system.process import Tick
 
         if not argv:
             raise InvalidInput("no command to run", hint="waypost evidence run RUN -- CMD ARGS")
         inputs.utf8(list(argv), "command argument")
         inputs.finite(timeout, "timeout", low=0.001, high=MAX_DURATION)
-        self.precheck(self._evidence_probe)
+        packet = self.precheck(self._evidence_probe)
+        holder = packet.worker is not None and packet.worker.actor == self.actor
+        every = beat_every(packet.stop_rules) if heartbeat_every is None else heartbeat_every
+        tick = Tick(call=Beats(self.heartbeat), every=every) if holder else None
         found = command_result(argv, store=self.store, kind=kind, cwd=cwd, timeout=timeout,
-                               tail_bytes=tail_bytes, echo=echo,
+                               tail_bytes=tail_bytes, echo=echo, tick=tick,
                                max_output=MAX_OUTPUT_BYTES if max_output is None else max_output)
         return self.record_result(found, assurance=assurance, gate=gate)
 

@@ -96,7 +96,10 @@ def evidence_run(ctx: Ctx, run_id: str, command: Sequence[str], kind: str, cwd: 
     """Run `-- CMD ARGS…` and record exit code, duration, output tail and full log.
 
     The verb itself exits 0 once the evidence is recorded, whatever the verdict; the
-    verdict is printed (and is `passed` only for exit code 0).
+    verdict is printed (and is `passed` only for exit code 0). While the command runs, the
+    lease holder's heartbeat is sent for it (twice per heartbeat interval, or every 60 s),
+    so a long suite does not look silent; if the lease is taken over meanwhile, the
+    command still finishes and its record is refused (exit 3).
     """
     packet = ctx.run(run_id, epoch).record_command(
         command, kind=model.EvidenceKind(kind), cwd=cwd,

@@ -3,7 +3,9 @@ target): in its own session, so its whole process group can be stopped; one dead
 everything, the reading included (a grandchild holding the output pipe open cannot make us
 wait); at most `max_output` bytes of what it wrote are kept (the end, where failures are),
 and the rest is counted. When the command exits, what it left running in its group is
-stopped too: evidence must not leave processes behind."""
+stopped too: evidence must not leave processes behind. A caller that must keep doing
+something while it waits (`evidence run` heartbeats the run) passes a `Tick`: it is called
+from the same waiting loop, on this thread, every `every` seconds."""
 
 from __future__ import annotations
 
@@ -42,6 +44,30 @@ class Finished:
         return self.total_bytes > len(self.output)
 
 
+@dataclass(frozen=True, kw_only=True)
+class Tick:
+    """`call()` every `every` seconds while the command runs. It runs in the waiting loop:
+    while it runs, the output is not read (the command may pause on a full pipe) and the
+    deadline is not looked at, so keep it short. An exception from it stops the command's
+    group and propagates: a caller that wants the command to finish catches its own."""
+
+    call: Callable[[], None]
+    every: float
+
+
+class _Ticker:
+    """When the next tick is due, and calling it then (no tick: never due)."""
+
+    def __init__(self, tick: Tick | None, now: float) -> None:
+        self.tick = tick
+        self.next_at = math.inf if tick is None else now + max(tick.every, POLL)
+
+    def poll(self, now: float) -> None:
+        if self.tick is not None and now >= self.next_at:
+            self.tick.call()
+            self.next_at = time.monotonic() + max(self.tick.every, POLL)
+
+
 class Tail:
     """The last `limit` bytes written and the count of all of them (memory: about twice `limit`)."""
 
@@ -69,9 +95,11 @@ def check_timeout(timeout: float) -> None:
 
 def run_bounded(argv: Sequence[str], *, timeout: float, max_output: int,
                 cwd: str | None = None, env: Mapping[str, str] | None = None,
-                stdin: bytes | None = None, echo: Echo | None = None) -> Finished:
+                stdin: bytes | None = None, echo: Echo | None = None,
+                tick: Tick | None = None) -> Finished:
     """Run `argv` (no shell) until it exits or `timeout` seconds pass, whichever is first;
-    then stop whatever is left of its process group. Raises OSError if it cannot start."""
+    then stop whatever is left of its process group. Raises OSError if it cannot start.
+    `tick` is called periodically while it runs (see `Tick`)."""
     check_timeout(timeout)
     if not argv:
         raise InvalidInput("no command to run", hint="name a command, e.g. -- pytest -q")
@@ -84,7 +112,7 @@ def run_bounded(argv: Sequence[str], *, timeout: float, max_output: int,
         raise InvalidInput(f"cannot run {argv[0]!r}: {exc}") from exc
     kept = Tail(max(0, max_output))
     try:
-        timed_out = _pump(proc, stdin, kept, echo, began + timeout)
+        timed_out = _pump(proc, stdin, kept, echo, began + timeout, _Ticker(tick, began))
     finally:
         _stop_group(proc)
     return Finished(exit_code=None if timed_out else proc.returncode,
@@ -93,7 +121,7 @@ def run_bounded(argv: Sequence[str], *, timeout: float, max_output: int,
 
 
 def _pump(proc: subprocess.Popen[bytes], data: bytes | None, kept: Tail, echo: Echo | None,
-          deadline: float) -> bool:
+          deadline: float, ticker: _Ticker) -> bool:
     """Feed stdin and read the output until both are done and the command has exited, or
     the deadline passes (True). Output still flowing `DRAIN` s after the exit is not waited
     for: it comes from something the command left running."""
@@ -105,6 +133,7 @@ def _pump(proc: subprocess.Popen[bytes], data: bytes | None, kept: Tail, echo: E
         pending = memoryview(data or b"")
         exited_at: float | None = None
         while selector.get_map():
+            ticker.poll(time.monotonic())
             now = time.monotonic()
             if exited_at is None and proc.poll() is not None:
                 exited_at = now
@@ -117,7 +146,7 @@ def _pump(proc: subprocess.Popen[bytes], data: bytes | None, kept: Tail, echo: E
                     _read(selector, proc.stdout, kept, echo)
                 else:
                     pending = _write(selector, proc.stdin, pending)
-    return _wait(proc, deadline)
+    return _wait(proc, deadline, ticker)
 
 
 def _register(selector: selectors.BaseSelector, stream: IO[bytes], events: int) -> None:
@@ -154,13 +183,19 @@ def _write(selector: selectors.BaseSelector, stream: IO[bytes] | None,
     return pending
 
 
-def _wait(proc: subprocess.Popen[bytes], deadline: float) -> bool:
-    """Its output is closed; wait for the command itself until the deadline (True: passed)."""
-    try:
-        proc.wait(timeout=max(0.0, deadline - time.monotonic()))
-    except subprocess.TimeoutExpired:
-        return True
-    return False
+def _wait(proc: subprocess.Popen[bytes], deadline: float, ticker: _Ticker) -> bool:
+    """Its output is closed; wait for the command itself until the deadline (True: passed),
+    ticking on the way. Each pass ends at a tick or at the deadline: the loop is bounded."""
+    while True:
+        ticker.poll(time.monotonic())
+        now = time.monotonic()
+        if now >= deadline:
+            return proc.poll() is None
+        try:
+            proc.wait(timeout=min(deadline, ticker.next_at) - now)
+        except subprocess.TimeoutExpired:
+            continue
+        return False
 
 
 def _stop_group(proc: subprocess.Popen[bytes]) -> None:
