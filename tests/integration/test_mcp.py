@@ -14,11 +14,13 @@ from typing import Any
 
 import anyio
 import jsonschema
+import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.types import CallToolResult, TextContent, TextResourceContents
 
 from waypost import model
+from waypost.config import Config
 from waypost.mcp import shapes
 
 TOOLS = {"checkpoint_start", "checkpoint_status", "heartbeat", "block", "unblock",
@@ -207,3 +209,85 @@ def test_the_enumerations_are_the_models() -> None:
     assert set(get_args(shapes.EvidenceKindName)) == {
         k.value for k in model.EvidenceKind} - {"skipped"}
     assert set(get_args(shapes.KindName)) == {k.value for k in model.Kind}
+
+
+def test_after_a_takeover_this_servers_writes_are_refused(tmp_path: Path) -> None:
+    """The server writes under the lease epoch it holds: once another process of the same
+    worker takes the run over (epoch 2), this server's heartbeat is refused as stale."""
+    import waypost
+
+    store = tmp_path / "w.db"
+
+    async def scenario() -> None:
+        async with server(store, "bob") as bob:
+            run = (await call(bob, "checkpoint_start", title="t", owner="alice",
+                              target="none:"))["run"]
+            await call(bob, "heartbeat", run=run)
+            with waypost.open_store(str(store)) as opened:
+                waypost.Run(opened, run, actor="bob").resume()
+            text = await refused(bob, "heartbeat", run=run, note="still here")
+            assert "with lease epoch 1, but the current epoch is 2" in text
+
+    drive(scenario)
+
+
+def test_artifacts_by_path_and_their_refusals(tmp_path: Path) -> None:
+    report = tmp_path / "notes.md"
+    report.write_text("# Notes\n\nEverything the owner needs to check the fix.\n")
+
+    async def scenario() -> None:
+        async with server(tmp_path / "w.db", "bob") as bob:
+            run = (await call(bob, "checkpoint_start", title="t", target="none:"))["run"]
+            added = await call(bob, "add_artifact", run=run, name="notes.md",
+                               path=str(report))
+            assert added["artifact"]["bytes"] == report.stat().st_size
+            both = await refused(bob, "add_artifact", run=run, name="x.md", content="x",
+                                 path=str(report))
+            assert both.splitlines()[-1].startswith("next tool: add_artifact")
+            escape = await refused(bob, "add_artifact", run=run, name="../../x",
+                                   content="some text")
+            assert "next tool: " in escape
+            skipped = await call(bob, "skip_evidence", run=run, kind="live_check",
+                                 reason="no staging site yet")
+            assert skipped["evidence"]["verdict"] == "skipped"
+            checked = await call(bob, "check_evidence", run=run, check="artifact:notes.md")
+            assert checked["evidence"]["verdict"] == "passed"
+
+    drive(scenario)
+
+
+def test_an_unexpected_exception_is_a_short_error_saying_it_is_a_bug(
+        caplog: pytest.LogCaptureFixture) -> None:
+    from waypost.mcp.answers import answer
+
+    def broken() -> dict[str, Any]:
+        raise KeyError("a secret detail")
+
+    result = answer("heartbeat", broken)
+    assert result.is_error
+    assert "a bug" in text_of(result)
+    assert "secret" not in text_of(result)
+    assert "secret" in caplog.text  # the traceback stays in the server's log
+
+
+def test_the_sdk_is_the_sdk_inside_waypost_mcp() -> None:
+    """`from mcp.server import MCPServer` inside `waypost.mcp` finds the SDK, not this
+    package."""
+    from waypost.mcp import server as module
+    from waypost.mcp.session import Session
+
+    built = module.build(Session(store_url=None, actor="bob", config=Config()))
+    assert type(built).__module__.startswith("mcp.server.")
+
+
+def test_without_the_extra_the_verb_says_how_to_install_it(tmp_path: Path) -> None:
+    import subprocess
+
+    code = ("import sys\n"
+            "sys.modules['mcp'] = None  # as if not installed\n"
+            "from waypost.cli import main\n"
+            "sys.exit(main(['mcp', '--store', sys.argv[1], '--as', 'bob']))\n")
+    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path / "w.db")],
+                          capture_output=True, text=True, check=False, timeout=60)
+    assert proc.returncode == 2, proc.stderr
+    assert "pip install 'waypost[mcp]'" in proc.stderr
