@@ -90,6 +90,13 @@ def test_every_tool_has_a_description_and_both_schemas(tmp_path: Path) -> None:
                 assert tool.output_schema["type"] == "object", tool.name
                 assert "next" in tool.output_schema["required"], tool.name
                 jsonschema.Draft202012Validator.check_schema(tool.output_schema)
+            hints = {t.name: t.annotations for t in tools}
+            assert hints["checkpoint_status"] is not None
+            assert hints["checkpoint_status"].read_only_hint is True
+            assert hints["cancel"] is not None
+            assert hints["cancel"].destructive_hint is True
+            assert hints["heartbeat"] is not None
+            assert hints["heartbeat"].read_only_hint is False
 
     drive(scenario)
 

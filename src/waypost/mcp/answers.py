@@ -6,13 +6,15 @@ refusals are returned, not raised."""
 
 from __future__ import annotations
 
+import inspect
 import logging
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import msgspec
-from mcp.types import CallToolResult, TextContent
+from mcp.server import MCPServer
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
 
 from waypost.errors import InvalidInput, StoreBusy, WaypostError
 from waypost.model import to_json
@@ -32,6 +34,26 @@ TOOL_OF_VERB = (
     ("cancel", "cancel"), ("retarget", "retarget"),
 )
 _VERB = re.compile(r"\bwaypost ((?:evidence|artifact) \w+|\w+)")
+
+
+# what a host may assume of each tool (hints): reads change nothing; a repeat of these
+# writes changes nothing more; cancel cannot be undone; these run commands or reach URLs
+READ_ONLY = {"checkpoint_status"}
+IDEMPOTENT = {"checkpoint_start"}  # with an idempotency key
+DESTRUCTIVE = {"cancel"}
+OPEN_WORLD = {"run_evidence", "check_evidence", "review"}
+
+
+def add_tools(server: MCPServer, tools: Sequence[Callable[..., CallToolResult]]) -> None:
+    """Register each tool under its function's name, its docstring the description."""
+    for tool in tools:
+        name = tool.__name__
+        server.add_tool(tool, description=inspect.cleandoc(tool.__doc__ or ""),
+                        annotations=ToolAnnotations(
+                            read_only_hint=name in READ_ONLY,
+                            destructive_hint=name in DESTRUCTIVE,
+                            idempotent_hint=name in READ_ONLY | IDEMPOTENT,
+                            open_world_hint=name in OPEN_WORLD))
 
 
 def as_json(document: Any) -> dict[str, Any]:

@@ -4,14 +4,13 @@ to); a server started for anyone else gets the CLI's refusal, naming who may."""
 
 from __future__ import annotations
 
-import inspect
 from typing import Annotated, Any
 
 from mcp.server import MCPServer
 from mcp.types import CallToolResult
 from pydantic import Field
 
-from waypost.mcp.answers import answer, as_json
+from waypost.mcp.answers import add_tools, answer, as_json
 from waypost.mcp.session import Session
 from waypost.mcp.shapes import Approved, Moved, Retargeted, Reviewed, RunId
 
@@ -19,9 +18,8 @@ Reason = Annotated[str, Field(min_length=1, max_length=2_000)]
 
 
 def register(server: MCPServer, session: Session) -> None:
-    for tool in (_review(session), _approve(session), _changes(session), _cancel(session),
-                 _retarget(session)):
-        server.add_tool(tool, description=inspect.cleandoc(tool.__doc__ or ""))
+    add_tools(server, (_review(session), _approve(session), _changes(session),
+                       _cancel(session), _retarget(session)))
 
 
 def _review(session: Session) -> Any:

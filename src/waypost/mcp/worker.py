@@ -4,7 +4,6 @@ use case as the CLI verb of the same job (`waypost.runs`); the rules are theirs 
 
 from __future__ import annotations
 
-import inspect
 import shlex
 import tempfile
 from pathlib import Path
@@ -17,7 +16,7 @@ from pydantic import Field
 from waypost import model, runs
 from waypost.durations import parse_deadline, parse_duration, utcnow
 from waypost.errors import InvalidInput
-from waypost.mcp.answers import answer
+from waypost.mcp.answers import add_tools, answer
 from waypost.mcp.session import Session
 from waypost.mcp.shapes import (
     ArtifactAdded,
@@ -43,11 +42,10 @@ Duration = Annotated[str | None, Field(max_length=32, description="A duration: 9
 
 
 def register(server: MCPServer, session: Session) -> None:
-    for tool in (_start(session), _status(session), _heartbeat(session), _block(session),
-                 _unblock(session), _add_artifact(session), _run_evidence(session),
-                 _check_evidence(session), _skip_evidence(session), _ready(session),
-                 _resume(session)):
-        server.add_tool(tool, description=inspect.cleandoc(tool.__doc__ or ""))
+    add_tools(server, (_start(session), _status(session), _heartbeat(session),
+                       _block(session), _unblock(session), _add_artifact(session),
+                       _run_evidence(session), _check_evidence(session),
+                       _skip_evidence(session), _ready(session), _resume(session)))
 
 
 def observed(store: Any, packet: Packet) -> dict[str, Any]:
@@ -415,9 +413,9 @@ def _resume(session: Session) -> Any:
 
             with session.store() as store:
                 handle = session.run(store, run)
-                found = handoff_brief = handle.resume()
+                found = handle.resume()
                 session.hold(handle)
-            return {"run": run, "epoch": found.epoch, "brief": as_json(handoff_brief),
+            return {"run": run, "epoch": found.epoch, "brief": as_json(found),
                     "text": handoff.brief_text(found, utcnow()),
                     "next": "follow the brief's next steps; heartbeat as you go"}
 
