@@ -298,3 +298,32 @@ def test_without_the_extra_the_verb_says_how_to_install_it(tmp_path: Path) -> No
                           capture_output=True, text=True, check=False, timeout=60)
     assert proc.returncode == 2, proc.stderr
     assert "pip install 'waypost[mcp]'" in proc.stderr
+
+
+def test_hostile_arguments_are_refused_as_tool_errors(tmp_path: Path) -> None:
+    """Whatever a model sends, the answer is a tool error naming the field, never a crash
+    and never a write; text over its limit gets the CLI's own message."""
+    store = tmp_path / "w.db"
+
+    async def scenario() -> None:
+        async with server(store, "bob") as bob:
+            run = (await call(bob, "checkpoint_start", title="t", target="none:"))["run"]
+            long_title = await refused(bob, "checkpoint_start", title="x" * 600)
+            assert "title is 600 characters, above the limit of 500" in long_title
+            assert "next tool: checkpoint_start" in long_title
+            control = await refused(bob, "checkpoint_start", title="t", owner="al\nice")
+            assert "owner" in control
+            for arguments in ({"run": run, "progress": 7}, {"run": run, "progress": "NaN"},
+                              {"run": "x" * 100}, {"run": run, "note": ["not", "text"]}):
+                text = await refused(bob, "heartbeat", **arguments)
+                assert text
+            escaped = await refused(bob, "checkpoint_status", run="../../etc/passwd")
+            assert "next tool: checkpoint_status" in escaped
+            bad_target = await refused(bob, "retarget", run=run, target="gopher://x")
+            assert "target" in bad_target
+            bad_gate = await refused(bob, "checkpoint_start", title="g", gates=["nonsense"])
+            assert "gate" in bad_gate
+            status = await call(bob, "checkpoint_status", run=run)
+            assert status["runs"][0]["version"] == 1  # none of it was written
+
+    drive(scenario)

@@ -12,9 +12,9 @@ from pydantic import Field
 
 from waypost.mcp.answers import add_tools, answer, as_json
 from waypost.mcp.session import Session
-from waypost.mcp.shapes import Approved, Moved, Retargeted, Reviewed, RunId
+from waypost.mcp.shapes import TEXT_CEILING, Approved, Moved, Retargeted, Reviewed, RunId
 
-Reason = Annotated[str, Field(min_length=1, max_length=2_000)]
+Reason = Annotated[str, Field(min_length=1, max_length=TEXT_CEILING)]
 
 
 def register(server: MCPServer, session: Session) -> None:
@@ -67,7 +67,7 @@ def _approve(session: Session) -> Any:
 
 def _changes(session: Session) -> Any:
     def request_changes(run: RunId, reason: Annotated[str, Field(
-            min_length=1, max_length=2_000, description="What must change, specifically.")],
+            min_length=1, max_length=TEXT_CEILING, description="What must change, specifically.")],
     ) -> Annotated[CallToolResult, Moved]:
         """Owner: send a ready_for_review run back to its worker (in_progress) with the
         reason. Returns the new state. Next: the worker addresses it and calls mark_ready
@@ -86,7 +86,7 @@ def _changes(session: Session) -> Any:
 
 def _cancel(session: Session) -> Any:
     def cancel(run: RunId, reason: Annotated[str, Field(
-            min_length=1, max_length=2_000, description="Why the work stops.")],
+            min_length=1, max_length=TEXT_CEILING, description="Why the work stops.")],
     ) -> Annotated[CallToolResult, Moved]:
         """Owner: stop a run for good, with the reason (cancelled is final: nothing is
         delivered). Returns the new state. Next: nothing."""
@@ -105,10 +105,10 @@ def _cancel(session: Session) -> Any:
 def _retarget(session: Session) -> Any:
     def retarget(
         run: RunId,
-        target: Annotated[str | None, Field(max_length=4_096, description=(
+        target: Annotated[str | None, Field(max_length=2_000, description=(
             "The new final target URI (file:, https://, exec:, slack:, github:, mailto:, "
             "none:)."))] = None,
-        notify: Annotated[str | None, Field(max_length=4_096, description=(
+        notify: Annotated[str | None, Field(max_length=2_000, description=(
             "The new notify URI."))] = None,
         accept_duplicate: Annotated[bool, Field(description=(
             "Retarget even though an earlier attempt's outcome is unknown (the old target "

@@ -10,6 +10,10 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 from typing_extensions import TypedDict
 
+# Free text is held to its limit by the use case (a limit the store's owner may raise, so
+# only the use case knows it), refused in the CLI's words; the schema bounds what one call
+# may carry.
+TEXT_CEILING = 1_000_000
 RunId = Annotated[str, Field(min_length=1, max_length=64,
                              description="The run id (wp_…) from checkpoint_start or "
                              "checkpoint_status.")]

@@ -19,6 +19,7 @@ from waypost.errors import InvalidInput
 from waypost.mcp.answers import add_tools, answer
 from waypost.mcp.session import Session
 from waypost.mcp.shapes import (
+    TEXT_CEILING,
     ArtifactAdded,
     ArtifactRoleName,
     Blocked,
@@ -36,7 +37,6 @@ from waypost.mcp.shapes import (
 )
 from waypost.model import TERMINAL, Packet, State
 
-Text = Annotated[str, Field(min_length=1, max_length=20_000)]
 Duration = Annotated[str | None, Field(max_length=32, description="A duration: 90s, 30m, "
                                        "4h, 2d (a bare number is seconds).")]
 
@@ -57,15 +57,15 @@ def observed(store: Any, packet: Packet) -> dict[str, Any]:
 
 def _start(session: Session) -> Any:
     def checkpoint_start(
-        title: Annotated[str, Field(min_length=1, max_length=2_000,
+        title: Annotated[str, Field(min_length=1, max_length=TEXT_CEILING,
                                     description="What the work is, in one line.")],
-        target: Annotated[str | None, Field(max_length=4_096, description=(
+        target: Annotated[str | None, Field(max_length=2_000, description=(
             "Where the final result goes once approved: file:PATH, https://…, exec:CMD, "
             "slack:…, github:OWNER/REPO#N, mailto:…, or none: (nobody is told). Required "
             "for long_running work."))] = None,
         owner: Annotated[str | None, Field(max_length=200, description=(
             "Who reviews and approves [default: this server's actor]."))] = None,
-        notify: Annotated[str | None, Field(max_length=4_096, description=(
+        notify: Annotated[str | None, Field(max_length=2_000, description=(
             "Where non-final notices (blocked, ready, silent) go."))] = None,
         kind: Annotated[KindName | None, Field(description=(
             "bounded (finishes in this session) or long_running [default: from "
@@ -153,7 +153,7 @@ def _status(session: Session) -> Any:
 def _heartbeat(session: Session) -> Any:
     def heartbeat(
         run: RunId,
-        note: Annotated[str | None, Field(max_length=2_000, description=(
+        note: Annotated[str | None, Field(max_length=TEXT_CEILING, description=(
             "What you are doing now, in one line."))] = None,
         progress: Annotated[float | None, Field(ge=0.0, le=1.0, description=(
             "Fraction done, 0 to 1."))] = None,
@@ -180,7 +180,7 @@ def _block(session: Session) -> Any:
         kind: Annotated[BlockerKindName, Field(description=(
             "missing_input / permission_boundary (the owner resolves these), "
             "failed_command / unavailable_resource / other (you resolve these)."))],
-        detail: Annotated[str, Field(min_length=1, max_length=2_000, description=(
+        detail: Annotated[str, Field(min_length=1, max_length=TEXT_CEILING, description=(
             "Specific: what is missing or failing, never just \"waiting\"."))],
     ) -> Annotated[CallToolResult, Blocked]:
         """Record that the work cannot proceed, and exactly why: the run becomes blocked and
@@ -203,7 +203,7 @@ def _unblock(session: Session) -> Any:
         run: RunId,
         blocker: Annotated[str, Field(min_length=1, max_length=64, description=(
             "The blocker id from block (or checkpoint_status)."))],
-        resolution: Annotated[str, Field(min_length=1, max_length=2_000, description=(
+        resolution: Annotated[str, Field(min_length=1, max_length=TEXT_CEILING, description=(
             "How it was resolved."))],
     ) -> Annotated[CallToolResult, Unblocked]:
         """Resolve a blocker with how it was resolved; resolving the last open one returns
@@ -351,7 +351,7 @@ def _skip_evidence(session: Session) -> Any:
     def skip_evidence(
         run: RunId,
         kind: Annotated[SkippedKindName, Field(description="The kind of check not run.")],
-        reason: Annotated[str, Field(min_length=1, max_length=2_000, description=(
+        reason: Annotated[str, Field(min_length=1, max_length=TEXT_CEILING, description=(
             "Named, e.g. \"credential STAGING_KEY unavailable\"."))],
     ) -> Annotated[CallToolResult, EvidenceAdded]:
         """Record a check that could not run, and the named reason (a named gap beats fake
@@ -373,9 +373,9 @@ def _skip_evidence(session: Session) -> Any:
 def _ready(session: Session) -> Any:
     def mark_ready(
         run: RunId,
-        summary: Annotated[str, Field(min_length=1, max_length=20_000, description=(
+        summary: Annotated[str, Field(min_length=1, max_length=TEXT_CEILING, description=(
             "What was done (private to the owner)."))],
-        public_summary: Annotated[str | None, Field(max_length=20_000, description=(
+        public_summary: Annotated[str | None, Field(max_length=TEXT_CEILING, description=(
             "Safe to show anyone."))] = None,
         artifacts: Annotated[list[Annotated[str, Field(max_length=255)]], Field(
             max_length=100, description=(
