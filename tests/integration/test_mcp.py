@@ -327,3 +327,17 @@ def test_hostile_arguments_are_refused_as_tool_errors(tmp_path: Path) -> None:
             assert status["runs"][0]["version"] == 1  # none of it was written
 
     drive(scenario)
+
+
+def test_a_missing_run_resource_is_an_error_with_the_hint(tmp_path: Path) -> None:
+    from mcp import MCPError
+
+    async def scenario() -> None:
+        async with server(tmp_path / "w.db", "bob") as bob:
+            await call(bob, "checkpoint_start", title="t", target="none:")
+            with pytest.raises(MCPError) as caught:
+                await bob.read_resource("waypost://runs/wp_nosuchrun")
+            assert "wp_nosuchrun" in str(caught.value)
+            assert "next: " in str(caught.value)
+
+    drive(scenario)
