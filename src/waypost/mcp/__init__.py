@@ -2,8 +2,10 @@
 like `waypost.cli`. Needs the `mcp` extra (`pip install 'waypost[mcp]'`); importing this
 package alone loads nothing of it, so the CLI can name the verb without paying for the SDK.
 
-    server.py   the server: its settings (store, actor, limits), resources, the stdio runner
-    worker.py   the worker's tools (start, status, heartbeat, block, artifacts, evidence, …)
+    server.py   the server: its tools and resources, and the stdio runner
+    worker.py   the worker's tools (start, status, heartbeat, block, unblock, ready, resume)
+    outputs.py  the worker's durable outputs and proof (artifacts, evidence)
+    session.py  who acts, on which store, within which limits (and the epochs held)
     owner.py    the owner's tools (review, approve, request_changes, cancel, retarget)
     answers.py  the one map from the exception root to tool errors, and the success shape
     shapes.py   what every tool returns (TypedDicts: the output schemas) and the enumerations
