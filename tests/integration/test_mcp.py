@@ -26,6 +26,7 @@ from waypost.mcp import shapes
 TOOLS = {"checkpoint_start", "checkpoint_status", "heartbeat", "block", "unblock",
          "add_artifact", "run_evidence", "check_evidence", "skip_evidence", "mark_ready",
          "resume", "review", "approve", "request_changes", "cancel", "retarget"}
+AGAIN = "next tool: {} (again, with corrected arguments)"
 PASSING = [sys.executable, "-c", "print('3 passed')"]
 
 
@@ -284,7 +285,7 @@ def test_the_sdk_is_the_sdk_inside_waypost_mcp() -> None:
     from waypost.mcp.session import Session
 
     built = module.build(Session(store_url=None, actor="bob", config=Config()))
-    assert type(built).__module__.startswith("mcp.server.")
+    assert type(built).__mro__[1].__module__.startswith("mcp.server.")
 
 
 def test_without_the_extra_the_verb_says_how_to_install_it(tmp_path: Path) -> None:
@@ -316,7 +317,9 @@ def test_hostile_arguments_are_refused_as_tool_errors(tmp_path: Path) -> None:
             for arguments in ({"run": run, "progress": 7}, {"run": run, "progress": "NaN"},
                               {"run": "x" * 100}, {"run": run, "note": ["not", "text"]}):
                 text = await refused(bob, "heartbeat", **arguments)
-                assert text
+                assert text.splitlines()[-1] == AGAIN.format("heartbeat")
+            unknown = await refused(bob, "launch_missiles")
+            assert unknown.splitlines()[-1] == "next tool: checkpoint_status"
             escaped = await refused(bob, "checkpoint_status", run="../../etc/passwd")
             assert "next tool: checkpoint_status" in escaped
             bad_target = await refused(bob, "retarget", run=run, target="gopher://x")

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from mcp.server import MCPServer
+from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.types import CallToolResult, InputRequiredResult
 
 from waypost.errors import InvalidInput, WaypostError
 from waypost.mcp import owner, worker
@@ -19,9 +24,26 @@ mark_ready with a summary. As the owner: review, then approve or request_changes
 Every refusal says why and names the tool to call next."""
 
 
+class WaypostServer(MCPServer):
+    """The SDK's server, whose own refusals (arguments that do not fit a tool's input
+    schema, an unknown tool) end with the tool to call next, as waypost's do."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any],
+                        context: Context[Any, Any] | None = None,
+                        ) -> CallToolResult | InputRequiredResult:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except UnexpectedToolError:
+            raise
+        except ToolError as exc:
+            known = self._tool_manager.get_tool(name) is not None
+            step = f"{name} (again, with corrected arguments)" if known else "checkpoint_status"
+            raise ToolError(f"{exc}\nnext tool: {step}") from exc.__cause__
+
+
 def build(session: Session) -> MCPServer:
     """The server with every tool and resource, acting as `session.actor`."""
-    server: MCPServer = MCPServer("waypost", instructions=INSTRUCTIONS, version=_version())
+    server = WaypostServer("waypost", instructions=INSTRUCTIONS, version=_version())
     worker.register(server, session)
     owner.register(server, session)
     _resources(server, session)
