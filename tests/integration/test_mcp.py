@@ -344,3 +344,14 @@ def test_a_missing_run_resource_is_an_error_with_the_hint(tmp_path: Path) -> Non
             assert "next: " in str(caught.value)
 
     drive(scenario)
+
+
+def test_a_server_with_no_store_to_use_says_so_when_it_starts(tmp_path: Path) -> None:
+    import subprocess
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WAYPOST_")}
+    proc = subprocess.run([sys.executable, "-m", "waypost", "mcp", "--as", "bob"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, check=False, timeout=60)
+    assert proc.returncode == 4, proc.stderr
+    assert "waypost init" in proc.stderr

@@ -6,7 +6,7 @@ from __future__ import annotations
 import click
 
 from waypost.cli.context import Ctx, duration, verb
-from waypost.errors import InvalidInput
+from waypost.errors import InvalidInput, NotFound
 
 
 @click.command()
@@ -27,6 +27,19 @@ def mcp(ctx: Ctx, evidence_limit: str) -> None:
     except ImportError as exc:
         raise InvalidInput(f"waypost mcp needs the MCP SDK, which is not installed ({exc})",
                            hint="pip install 'waypost[mcp]'") from exc
-    session = Session(store_url=ctx.store_url, actor=ctx.actor, config=ctx.config,
-                      evidence_limit=check_limit(limit or 20.0))
+    session = Session(store_url=_store_url(ctx.store_url), actor=ctx.actor,
+                      config=ctx.config, evidence_limit=check_limit(limit or 20.0))
     serve_stdio(session)
+
+
+def _store_url(given: str | None) -> str:
+    """The store every call of this server uses, found once, now: a server with no store
+    to use says so when it starts, not in every tool call."""
+    from waypost.store import find_default
+
+    url = given or find_default()
+    if url is None:
+        raise NotFound("no waypost store here or in any parent directory",
+                       hint="create one with: waypost init  (or set WAYPOST_URL / pass "
+                       "--store)")
+    return url
