@@ -129,6 +129,25 @@ def test_msgspec_without_typing_extensions_reads_packets_the_same(
     assert b'"id":"' + run_id.encode() in lean.stdout
 
 
+@pytest.mark.parametrize("args", [["--help"], ["mcp", "--help"]])
+def test_the_mcp_verb_loads_no_sdk_until_it_serves(args: list[str]) -> None:
+    """The help (which names `mcp`) and the verb's own help load no MCP SDK."""
+    code = ("import sys\n"
+            "from waypost.cli import main\n"
+            "code = main(sys.argv[1:])\n"
+            "print(*sorted(sys.modules), file=sys.stderr)\n"
+            "sys.exit(code)\n")
+    proc = subprocess.run([sys.executable, "-c", code, *args], capture_output=True,
+                          text=True, check=False, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert "mcp" in proc.stdout
+    loaded = set(proc.stderr.split())
+    assert "waypost.cli.app" in loaded
+    assert sorted(n for n in loaded if n.split(".")[0] in HEAVY) == []
+    if args[0] == "mcp":
+        assert "waypost.cli.mcp" in loaded
+
+
 def test_other_command_lines_go_through_click(run_in_store: tuple[Path, str]) -> None:
     store, run_id = run_in_store
     assert "click" in imported_modules(["heartbeat", run_id, "--help"], store)

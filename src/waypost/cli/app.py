@@ -31,6 +31,7 @@ LAZY_COMMANDS: dict[str, str] = {
     "resume": "waypost.cli.watch:resume",
     "retarget": "waypost.cli.retarget:retarget",
     "prune": "waypost.cli.watch:prune",
+    "mcp": "waypost.cli.mcp:mcp",
 }
 
 

@@ -1,0 +1,130 @@
+"""The owner's tools: review (re-run the gates here), approve, request_changes, cancel,
+retarget. The rules decide who may (the owner, or whom the owner transferred the authority
+to); a server started for anyone else gets the CLI's refusal, naming who may."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from mcp.server import MCPServer
+from mcp.types import CallToolResult
+from pydantic import Field
+
+from waypost.mcp.answers import add_tools, answer, as_json
+from waypost.mcp.session import Session
+from waypost.mcp.shapes import TEXT_CEILING, Approved, Moved, Retargeted, Reviewed, RunId
+
+Reason = Annotated[str, Field(min_length=1, max_length=TEXT_CEILING)]
+
+
+def register(server: MCPServer, session: Session) -> None:
+    add_tools(server, (_review(session), _approve(session), _changes(session),
+                       _cancel(session), _retarget(session)))
+
+
+def _review(session: Session) -> Any:
+    def review(run: RunId) -> Annotated[CallToolResult, Reviewed]:
+        """Owner: re-run every gate of a ready_for_review run here, re-verify its
+        artifacts, and record each verdict as rechecked evidence. Returns whether it is
+        approvable and each gate's verdict. Next: approve if approvable; else
+        request_changes with the reasons (or approve with waivers, owner only)."""
+
+        def work() -> dict[str, Any]:
+            with session.store() as store:
+                _, report = session.run(store, run).review(config=session.config)
+            step = ("approve" if report.approvable else
+                    "request_changes with the failed gates, or approve with waivers")
+            return {"run": run, "approvable": report.approvable, "report": as_json(report),
+                    "next": step}
+
+        return answer("review", work)
+
+    return review
+
+
+def _approve(session: Session) -> Any:
+    def approve(
+        run: RunId,
+        waivers: Annotated[dict[str, Reason], Field(max_length=50, description=(
+            "Gates accepted although they did not pass: {gate name: reason} (owner only; "
+            "shown forever)."))] = {},  # noqa: B006
+    ) -> Annotated[CallToolResult, Approved]:
+        """Owner: accept the result after review; the final delivery to the recorded target
+        is queued (sent once by `waypost deliver`). Refused unless every required gate
+        passed in the latest review or is waived with a reason. Returns the new state.
+        Next: nothing; the delivery relay sends it."""
+
+        def work() -> dict[str, Any]:
+            with session.store() as store:
+                packet = session.run(store, run).approve(waivers)
+            return {"run": run, "state": packet.state, "approval": as_json(packet.approval),
+                    "next": "nothing: the relay (waypost deliver) sends the result once"}
+
+        return answer("approve", work)
+
+    return approve
+
+
+def _changes(session: Session) -> Any:
+    def request_changes(run: RunId, reason: Annotated[str, Field(
+            min_length=1, max_length=TEXT_CEILING, description="What must change, specifically.")],
+    ) -> Annotated[CallToolResult, Moved]:
+        """Owner: send a ready_for_review run back to its worker (in_progress) with the
+        reason. Returns the new state. Next: the worker addresses it and calls mark_ready
+        again."""
+
+        def work() -> dict[str, Any]:
+            with session.store() as store:
+                packet = session.run(store, run).changes(reason)
+            return {"run": run, "state": packet.state, "version": packet.version,
+                    "next": "the worker addresses it, then mark_ready again"}
+
+        return answer("request_changes", work)
+
+    return request_changes
+
+
+def _cancel(session: Session) -> Any:
+    def cancel(run: RunId, reason: Annotated[str, Field(
+            min_length=1, max_length=TEXT_CEILING, description="Why the work stops.")],
+    ) -> Annotated[CallToolResult, Moved]:
+        """Owner: stop a run for good, with the reason (cancelled is final: nothing is
+        delivered). Returns the new state. Next: nothing."""
+
+        def work() -> dict[str, Any]:
+            with session.store() as store:
+                packet = session.run(store, run).cancel(reason)
+            return {"run": run, "state": packet.state, "version": packet.version,
+                    "next": "nothing: the run is final"}
+
+        return answer("cancel", work)
+
+    return cancel
+
+
+def _retarget(session: Session) -> Any:
+    def retarget(
+        run: RunId,
+        target: Annotated[str | None, Field(max_length=2_000, description=(
+            "The new final target URI (file:, https://, exec:, slack:, github:, mailto:, "
+            "none:)."))] = None,
+        notify: Annotated[str | None, Field(max_length=2_000, description=(
+            "The new notify URI."))] = None,
+        accept_duplicate: Annotated[bool, Field(description=(
+            "Retarget even though an earlier attempt's outcome is unknown (the old target "
+            "may already have the result)."))] = False,
+    ) -> Annotated[CallToolResult, Retargeted]:
+        """Owner: send the final result (target) or the notices (notify) somewhere else,
+        before delivery; a run blocked by a failed delivery is re-queued to the new target.
+        Returns the run's targets. Next: nothing, or review/approve if not yet done."""
+
+        def work() -> dict[str, Any]:
+            with session.store() as store:
+                packet = session.run(store, run).retarget(
+                    target, notify, accept_duplicate, config=session.config)
+            return {"run": run, "state": packet.state, "target": packet.target,
+                    "notify": packet.notify, "next": "nothing more is needed for the target"}
+
+        return answer("retarget", work)
+
+    return retarget

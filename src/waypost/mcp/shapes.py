@@ -1,0 +1,116 @@
+"""What the tools take and return, as the SDK reads them: the output schemas are these
+TypedDicts (plain JSON; waypost's msgspec records are converted at the edge, since the
+SDK's schema builder cannot read them), and the enumerations are Literals equal to the
+model's (a test holds them equal)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
+from typing_extensions import TypedDict
+
+# Free text is held to its limit by the use case (a limit the store's owner may raise, so
+# only the use case knows it), refused in the CLI's words; the schema bounds what one call
+# may carry.
+TEXT_CEILING = 1_000_000
+RunId = Annotated[str, Field(min_length=1, max_length=64,
+                             description="The run id (wp_…) from checkpoint_start or "
+                             "checkpoint_status.")]
+
+BlockerKindName = Literal["missing_input", "failed_command", "permission_boundary",
+                          "unavailable_resource", "worker_silent", "deadline_passed",
+                          "delivery_failed", "other"]
+ArtifactRoleName = Literal["draft", "report", "result", "log", "review", "other"]
+EvidenceKindName = Literal["build", "test", "lint", "grep", "inspect", "live_check",
+                           "command"]
+SkippedKindName = Literal["build", "test", "lint", "grep", "inspect", "live_check",
+                          "command", "skipped"]
+KindName = Literal["bounded", "long_running"]
+
+
+class Started(TypedDict):
+    """A run recorded (or found again by its idempotency key), its lease held by you."""
+
+    run: str
+    created: bool
+    state: str
+    epoch: int | None
+    packet: dict[str, Any]
+    next: str
+
+
+class Status(TypedDict):
+    """Packets with their observed view (liveness, watch, deliveries)."""
+
+    runs: list[dict[str, Any]]
+    next: str
+
+
+class Moved(TypedDict):
+    """A write made: the run's state and version after it."""
+
+    run: str
+    state: str
+    version: int
+    next: str
+
+
+class Blocked(TypedDict):
+    run: str
+    blocker: str
+    state: str
+    next: str
+
+
+class Unblocked(TypedDict):
+    run: str
+    state: str
+    open_blockers: list[str]
+    next: str
+
+
+class ArtifactAdded(TypedDict):
+    run: str
+    artifact: dict[str, Any]
+    next: str
+
+
+class EvidenceAdded(TypedDict):
+    """The evidence record: verdict (passed, failed, skipped), summary, exit code …"""
+
+    run: str
+    evidence: dict[str, Any]
+    next: str
+
+
+class Resumed(TypedDict):
+    """The handoff brief: what the run is, what happened, what is left."""
+
+    run: str
+    epoch: int
+    brief: dict[str, Any]
+    text: str
+    next: str
+
+
+class Reviewed(TypedDict):
+    run: str
+    approvable: bool
+    report: dict[str, Any]
+    next: str
+
+
+class Approved(TypedDict):
+    run: str
+    state: str
+    approval: dict[str, Any] | None
+    next: str
+
+
+class Retargeted(TypedDict):
+    run: str
+    state: str
+    target: str
+    notify: str | None
+    next: str
