@@ -56,6 +56,7 @@ def run_in_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     ["heartbeat", "{run}", "--note", "n"],
     ["show", "{run}", "--json"],
     ["show", "{run}"],
+    ["show", "{run}", "--a2a"],
     ["block", "{run}", "--kind", "other", "--detail", "the disk is full"],
     ["ls"],
 ])
@@ -98,6 +99,12 @@ def test_hot_verbs_skip_costly_standard_modules(run_in_store: tuple[Path, str],
     loaded = set(proc.stderr.split())
     assert {"msgspec", "waypost.cli", "waypost.model"} <= loaded
     assert sorted(loaded & set(AVOIDABLE)) == []
+
+
+def test_show_loads_the_a2a_projection_only_when_asked(run_in_store: tuple[Path, str]) -> None:
+    store, run_id = run_in_store
+    assert "waypost.a2a" not in imported_modules(["show", run_id, "--json"], store)
+    assert "waypost.a2a" in imported_modules(["show", run_id, "--a2a"], store)
 
 
 def test_the_entry_knows_the_hot_verbs() -> None:

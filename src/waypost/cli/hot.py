@@ -33,7 +33,7 @@ def block(ctx: Ctx, run_id: str, kind: str, detail: str, epoch: int | None) -> N
     ctx.emit({"run": run_id, "blocker": blocker_id, "state": packet.state}, blocker_id)
 
 
-def show(ctx: Ctx, run_id: str, as_md: bool, public: bool) -> None:
+def show(ctx: Ctx, run_id: str, as_md: bool, public: bool, as_a2a: bool) -> None:
     """The packet: state, liveness, watch, blockers, artifacts, evidence."""
     from waypost.cli import render
     from waypost.views import observe_runs  # here: heartbeat and block never read it
@@ -44,6 +44,11 @@ def show(ctx: Ctx, run_id: str, as_md: bool, public: bool) -> None:
         from waypost.core.sanitize import public_packet
 
         packet = public_packet(packet, deny=ctx.config.deny, allow=ctx.config.allow)
+    if as_a2a:  # a JSON document whatever the output mode: the A2A Task is one
+        from waypost.a2a import task
+
+        echo(model.to_json(task(packet)).decode())
+        return
     if as_md and not ctx.json:
         echo(render.show_markdown(packet, now), nl=False)
         return
@@ -83,6 +88,7 @@ HOT = {v.name: v for v in (
         Opt(name="--md", dest="as_md", flag=True, help="Markdown, for pasting into a thread."),
         Opt(name="--public", dest="public", flag=True, help="Safe to share: the private "
             "summary dropped, private identifiers redacted."),
+        Opt(name="--a2a", dest="as_a2a", flag=True, help="As an A2A v1 Task (ProtoJSON)."),
         *COMMON)),
     Verb(name="ls", run=ls_, options=(
         Opt(name="--state", dest="states", multiple=True, metavar="STATE",
