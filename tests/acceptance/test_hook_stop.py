@@ -164,3 +164,17 @@ def test_the_cap_comes_from_the_environment_too(project: Path) -> None:
     started(project)
     assert hook(project, stop_input(), WAYPOST_STOP_CAP="1")[1] is not None
     assert hook(project, stop_input(), WAYPOST_STOP_CAP="1") == (0, None)
+
+
+def test_the_hook_waits_for_a_busy_store_a_bounded_time_by_itself(project: Path) -> None:
+    """No WAYPOST_BUSY_TIMEOUT: the hook still answers well inside a host's hook timeout."""
+    started(project)
+    holder = sqlite3.connect(project / ".waypost" / "waypost.db", isolation_level=None)
+    try:
+        holder.execute("BEGIN IMMEDIATE")
+        code, said = hook(project, stop_input())  # within the hang guard, or it fails
+    finally:
+        holder.close()
+    assert code == 0
+    assert said is not None
+    assert "busy" in said["reason"]

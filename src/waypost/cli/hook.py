@@ -31,7 +31,7 @@ from waypost.model import BlockerKind, Packet
 HOSTS: Final = ("claude",)
 EVENTS: Final = ("stop",)
 MAX_INPUT: Final = 1 << 20  # bytes of hook JSON read at most (a host sends a few hundred)
-HOOK_WAIT: Final = "10s"  # a busy store is waited for this long, unless WAYPOST_BUSY_TIMEOUT
+HOOK_WAIT: Final = "5s"  # a busy store is waited for this long, unless WAYPOST_BUSY_TIMEOUT
 
 
 class ClaudeStop(msgspec.Struct, frozen=True, kw_only=True):
