@@ -10,7 +10,7 @@ from waypost.model import BlockerKind, Gate, State
 
 
 def test_every_blocker_kind_has_one_resolver() -> None:
-    assert hooks.WORKER_RESOLVES | hooks.OWNER_RESOLVES == set(BlockerKind)
+    assert set(BlockerKind) == hooks.WORKER_RESOLVES | hooks.OWNER_RESOLVES
     assert not hooks.WORKER_RESOLVES & hooks.OWNER_RESOLVES
 
 
