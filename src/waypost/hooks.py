@@ -127,3 +127,64 @@ def cap_detail(decision: StopDecision, blocks: int) -> str:
     told = decision.reason.removeprefix("waypost: ")
     return (f"{CAP_MARK} the agent was refused a stop {blocks} times in a row and was let "
             f"stop; still needed: {told}")[:2000]
+
+
+# --- the host's settings: waypost's entries merged in and taken out ---------------------
+
+CLAUDE_COMMANDS: Final[dict[str, str]] = {"Stop": "waypost hook stop --host claude"}
+_OURS: Final = "waypost hook "
+
+
+def _is_ours(entry: object) -> bool:
+    return (isinstance(entry, dict) and entry.get("type") == "command"
+            and isinstance(entry.get("command"), str) and entry["command"].startswith(_OURS))
+
+
+def install_claude(settings: dict[str, object]) -> dict[str, object]:
+    """`settings` (Claude Code's settings.json) with waypost's hooks added once; every other
+    key, event and hook kept as it was."""
+    merged = uninstall_claude(settings)
+    events = merged.setdefault("hooks", {})
+    if not isinstance(events, dict):
+        raise ValueError("its \"hooks\" is not an object")
+    for event, command in CLAUDE_COMMANDS.items():
+        groups = events.setdefault(event, [])
+        if not isinstance(groups, list):
+            raise ValueError(f"its hooks.{event} is not a list")
+        groups.append({"hooks": [{"type": "command", "command": command}]})
+    return merged
+
+
+def uninstall_claude(settings: dict[str, object]) -> dict[str, object]:
+    """`settings` without waypost's hooks: a group left empty by that goes too, and so do an
+    event and the "hooks" object left empty (install created them)."""
+    copied: dict[str, object] = msgspec.json.decode(msgspec.json.encode(settings))
+    events = copied.get("hooks")
+    if not isinstance(events, dict):
+        return copied
+    removed = False
+    for event in list(events):
+        groups = events[event]
+        if not isinstance(groups, list) or not any(_holds_ours(g) for g in groups):
+            continue  # untouched, even when empty: install did not make it so
+        removed = True
+        kept = []
+        for group in groups:
+            if not (isinstance(group, dict) and _holds_ours(group)):
+                kept.append(group)
+                continue
+            rest = [h for h in group["hooks"] if not _is_ours(h)]
+            if rest:  # a group install made held ours alone: it goes
+                kept.append({**group, "hooks": rest})
+        if kept:
+            events[event] = kept
+        else:
+            del events[event]
+    if removed and not events:
+        del copied["hooks"]
+    return copied
+
+
+def _holds_ours(group: object) -> bool:
+    inner = group.get("hooks") if isinstance(group, dict) else None
+    return isinstance(inner, list) and any(_is_ours(h) for h in inner)

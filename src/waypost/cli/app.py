@@ -31,6 +31,7 @@ LAZY_COMMANDS: dict[str, str] = {
     "resume": "waypost.cli.watch:resume",
     "retarget": "waypost.cli.retarget:retarget",
     "prune": "waypost.cli.watch:prune",
+    "hooks": "waypost.cli.hosts:hooks_group",
 }
 
 
