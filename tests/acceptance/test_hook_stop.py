@@ -178,3 +178,20 @@ def test_the_hook_waits_for_a_busy_store_a_bounded_time_by_itself(project: Path)
     assert code == 0
     assert said is not None
     assert "busy" in said["reason"]
+
+
+def test_input_that_never_ends_is_a_block_within_the_wait(project: Path) -> None:
+    started(project)
+    read, write = os.pipe()
+    try:
+        os.write(write, stop_input()[:20])  # a host that hangs mid-document, stdin open
+        proc = subprocess.run([sys.executable, "-m", "waypost", "hook", "stop", "--host",
+                               "claude"], stdin=read, capture_output=True, cwd=project,
+                              timeout=HANG_GUARD, check=False)
+    finally:
+        os.close(read)
+        os.close(write)
+    assert proc.returncode == 0
+    said = json.loads(proc.stdout)
+    assert said["decision"] == "block"
+    assert "did not end within" in said["reason"]

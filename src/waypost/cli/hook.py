@@ -31,6 +31,7 @@ from waypost.model import BlockerKind, Packet
 HOSTS: Final = ("claude",)
 EVENTS: Final = ("stop",)
 MAX_INPUT: Final = 1 << 20  # bytes of hook JSON read at most (a host sends a few hundred)
+INPUT_WAIT: Final = 5.0  # seconds the host's JSON may take to arrive in whole
 HOOK_WAIT: Final = "5s"  # a busy store is waited for this long, unless WAYPOST_BUSY_TIMEOUT
 
 
@@ -64,11 +65,32 @@ def _decide(ctx: Ctx, event: str, host: str, cap: int) -> hooks.StopDecision:
         raise InvalidInput(f"waypost hook knows {', '.join(EVENTS)} for "
                            f"{', '.join(HOSTS)}, not {event} for {host}",
                            hint="waypost hook stop --host claude")
-    stop = read_claude_stop(sys.stdin.buffer.read(MAX_INPUT + 1))
+    stop = read_claude_stop(read_input())
     if ctx.store_url is None and _no_default_store():
         return hooks.decide_stop(None, stop.session_id)
     with bounded_wait():
         return _decide_with_store(ctx, stop.session_id, cap)
+
+
+def read_input(limit: int = MAX_INPUT, wait_s: float = INPUT_WAIT) -> bytes:
+    """Standard input to its end: `limit` + 1 bytes at most (more is refused by the caller),
+    and given up on when it stays open and silent for `wait_s`."""
+    import select
+    import time
+
+    fd = sys.stdin.fileno()
+    chunks: list[bytes] = []
+    size, deadline = 0, time.monotonic() + wait_s
+    while size <= limit:
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([fd], [], [], left)[0]:
+            raise InvalidInput(f"the hook's input did not end within {wait_s:g} s")
+        chunk = os.read(fd, min(1 << 16, limit + 1 - size))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
 
 
 def read_claude_stop(data: bytes) -> ClaudeStop:
