@@ -91,10 +91,13 @@ def start(
     heartbeat_interval: float | None = None, max_silence: float | None = None,
     review_within: float | None = None, gates: Sequence[Gate] = (), worker: str | None = None,
     idempotency_key: str | None = None, config: Config | None = None,
-    clock: Clock = utcnow,
+    clock: Clock = utcnow, session: str | None = None,
 ) -> tuple[Run, bool]:
-    """Record a new run's packet before work begins; returns (run, created)."""
+    """Record a new run's packet before work begins; returns (run, created). `session`
+    (an agent host's session id) is how that host's hooks find the run."""
     config = config or Config()
+    if session is not None:
+        inputs.key(session, "--session")
     _check_start(store, title, actor=actor, owner=owner, worker=worker,
                  idempotency_key=idempotency_key, target=target, notify=notify, gates=gates,
                  numbers={"expect": expect, "heartbeat_interval": heartbeat_interval,
@@ -118,7 +121,8 @@ def start(
     )
     run_id = new_run_id(now)
     event = make_event(None, run_id, data, actor=actor, at=now)
-    packet, created = store.create(event, apply(None, event), fingerprint=fingerprint)
+    packet, created = store.create(event, apply(None, event), fingerprint=fingerprint,
+                                   session_id=session)
     return Run(store, packet.id, actor=actor, clock=clock), created
 
 

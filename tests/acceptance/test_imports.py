@@ -56,6 +56,7 @@ def run_in_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     ["heartbeat", "{run}", "--note", "n"],
     ["show", "{run}", "--json"],
     ["show", "{run}"],
+    ["show", "{run}", "--a2a"],
     ["block", "{run}", "--kind", "other", "--detail", "the disk is full"],
     ["ls"],
 ])
@@ -98,6 +99,26 @@ def test_hot_verbs_skip_costly_standard_modules(run_in_store: tuple[Path, str],
     loaded = set(proc.stderr.split())
     assert {"msgspec", "waypost.cli", "waypost.model"} <= loaded
     assert sorted(loaded & set(AVOIDABLE)) == []
+
+
+def test_show_loads_the_a2a_projection_only_when_asked(run_in_store: tuple[Path, str]) -> None:
+    store, run_id = run_in_store
+    assert "waypost.a2a" not in imported_modules(["show", run_id, "--json"], store)
+    assert "waypost.a2a" in imported_modules(["show", run_id, "--a2a"], store)
+
+
+def test_the_stop_hook_imports_nothing_heavy(run_in_store: tuple[Path, str]) -> None:
+    """`waypost hook` runs on every stop of an agent: a hot verb like the others."""
+    store, _ = run_in_store
+    env = {**os.environ, "WAYPOST_URL": str(store)}
+    stop = json.dumps({"session_id": "s-imports", "hook_event_name": "Stop"})
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "waypost", "hook", "stop",
+                           "--host", "claude"], input=stop, capture_output=True, text=True,
+                          env=env, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    names = importtime_modules(proc.stderr)
+    assert "waypost.cli.hook" in names
+    assert sorted(n for n in names if n.split(".")[0] in (*HEAVY, "click")) == []
 
 
 def test_the_entry_knows_the_hot_verbs() -> None:

@@ -58,7 +58,7 @@ def test_a_version_5_store_upgrades_and_every_run_still_verifies(
     assert "WITHOUT ROWID" in ddl
 
     with SqliteStore(tmp_path / "old.db") as store:
-        assert store.pragmas()["schema_version"] == SCHEMA_VERSION == 8
+        assert store.pragmas()["schema_version"] == SCHEMA_VERSION == 9
         assert {p.id: p for p in store.list_runs()} == before
         for run_id in made:
             verify_run(run_id, store.events(run_id), store.load(run_id).packet)
@@ -75,7 +75,8 @@ def test_a_version_5_store_upgrades_and_every_run_still_verifies(
             "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'runs'"
             " AND sql IS NOT NULL")}
     assert "WITHOUT ROWID" not in ddl
-    assert indexes == {"runs_state_updated", "runs_owner", "runs_next_check"}
+    assert indexes == {"runs_state_updated", "runs_owner", "runs_next_check",
+                       "runs_session"}
 
 
 def test_a_busy_store_is_waited_for_half_a_minute_and_writes_are_durable(
@@ -108,6 +109,6 @@ def test_a_migrated_schema_equals_a_fresh_one(tmp_path: Path, start: int) -> Non
         db.execute("COMMIT")
     SqliteStore(tmp_path / "old.db").close()
     fresh = _definition(tmp_path / "fresh.db")
-    # migration 8 is additive: writers of schema 7 may still write (see migration 7)
+    # migrations 8 and 9 are additive: writers of schema 7 may still write (see migration 7)
     assert fresh[1] == [("min_writer_version", "7")]
     assert _definition(tmp_path / "old.db") == fresh

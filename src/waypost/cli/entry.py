@@ -20,7 +20,8 @@ import gc
 import os
 import sys
 
-HOT_VERBS = ("heartbeat", "show", "block", "ls")  # `waypost.cli.hot.HOT`; a test keeps them equal
+# `waypost.cli.hot.HOT`; a test keeps them equal
+HOT_VERBS = ("heartbeat", "show", "block", "ls", "hook")
 HASHING = ("heartbeat", "block")  # the hot verbs that write, so hash an event; reads never do
 
 

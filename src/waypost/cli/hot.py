@@ -1,4 +1,4 @@
-"""The hot verbs (heartbeat, show, block, ls), declared as data.
+"""The hot verbs (heartbeat, show, block, ls, hook), declared as data.
 
 A command line that `options.parse` fully understands runs without loading click; every
 other one, --help included, goes to the click commands in `waypost.cli.app`, which are
@@ -13,7 +13,7 @@ from typing import Any
 
 from waypost import model
 from waypost.cli.context import COMMON, EPOCH, RUN, Ctx, echo
-from waypost.cli.options import Opt, Verb, parse
+from waypost.cli.options import Arg, Opt, Verb, parse
 from waypost.durations import utcnow
 from waypost.inputs import LIMIT_MAX, fraction, row_limit
 from waypost.model import TERMINAL, State, parse_states
@@ -33,7 +33,7 @@ def block(ctx: Ctx, run_id: str, kind: str, detail: str, epoch: int | None) -> N
     ctx.emit({"run": run_id, "blocker": blocker_id, "state": packet.state}, blocker_id)
 
 
-def show(ctx: Ctx, run_id: str, as_md: bool, public: bool) -> None:
+def show(ctx: Ctx, run_id: str, as_md: bool, public: bool, as_a2a: bool) -> None:
     """The packet: state, liveness, watch, blockers, artifacts, evidence."""
     from waypost.cli import render
     from waypost.views import observe_runs  # here: heartbeat and block never read it
@@ -44,6 +44,11 @@ def show(ctx: Ctx, run_id: str, as_md: bool, public: bool) -> None:
         from waypost.core.sanitize import public_packet
 
         packet = public_packet(packet, deny=ctx.config.deny, allow=ctx.config.allow)
+    if as_a2a:  # a JSON document whatever the output mode: the A2A Task is one
+        from waypost.a2a import task
+
+        echo(model.to_json(task(packet)).decode())
+        return
     if as_md and not ctx.json:
         echo(render.show_markdown(packet, now), nl=False)
         return
@@ -67,6 +72,24 @@ def ls_(ctx: Ctx, states: Sequence[str], owner: str | None, show_all: bool, limi
         echo(f"waypost: skipped run {row.run_id}: {row.reason} (see: waypost doctor)", err=True)
 
 
+def hook(ctx: Ctx, event: str, host: str, cap: int) -> None:
+    """An agent host's hook: the host's JSON on stdin, its answer on stdout (exit 0)."""
+    from waypost.cli.hook import answer  # here: the other hot verbs never read it
+
+    answer(ctx, event, host, cap)
+
+
+def stop_cap(text: str) -> int:
+    """`--cap`: consecutive refusals of one session before the agent is let stop."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if not 1 <= value <= 1000:
+        raise ValueError("want a whole number from 1 to 1000")
+    return value
+
+
 HOT = {v.name: v for v in (
     Verb(name="heartbeat", run=heartbeat, args=(RUN,), options=(
         Opt(name="--note", dest="note", help="What you are doing now."),
@@ -83,6 +106,7 @@ HOT = {v.name: v for v in (
         Opt(name="--md", dest="as_md", flag=True, help="Markdown, for pasting into a thread."),
         Opt(name="--public", dest="public", flag=True, help="Safe to share: the private "
             "summary dropped, private identifiers redacted."),
+        Opt(name="--a2a", dest="as_a2a", flag=True, help="As an A2A v1 Task (ProtoJSON)."),
         *COMMON)),
     Verb(name="ls", run=ls_, options=(
         Opt(name="--state", dest="states", multiple=True, metavar="STATE",
@@ -92,6 +116,14 @@ HOT = {v.name: v for v in (
             help="Include delivered and cancelled runs."),
         Opt(name="--limit", dest="limit", type=row_limit, default=100, show_default=True,
             metavar="N", help=f"At most this many rows (1 to {LIMIT_MAX})."),
+        *COMMON)),
+    Verb(name="hook", run=hook, args=(Arg(dest="event", metavar="EVENT"),), options=(
+        Opt(name="--host", dest="host", required=True, choices=("claude",),
+            help="The agent host whose hook this is."),
+        Opt(name="--cap", dest="cap", type=stop_cap, default=8, show_default=True,
+            metavar="N", envvar="WAYPOST_STOP_CAP", help="Refuse one session's stop this "
+            "many times in a row at most, then record a blocker and let it stop "
+            "[env WAYPOST_STOP_CAP]."),
         *COMMON)),
 )}
 

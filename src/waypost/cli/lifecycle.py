@@ -59,11 +59,14 @@ def init(ctx: Ctx, here: bool) -> None:
               help="A check required before delivery, e.g. tests='command:pytest -q'.")
 @click.option("--worker", help="Give the lease to this worker now (epoch 1).")
 @click.option("--idempotency-key", metavar="KEY", help="Same key + same parameters → same run.")
+@click.option("--session", metavar="ID", help="The agent host's session id: its hooks "
+              "(`waypost hook`) find the run by it.")
 @verb
 def start(ctx: Ctx, title: str, owner: str | None, target: str | None, notify: str | None,
           kind: str | None, expect: str | None, deadline: str | None,
           heartbeat_interval: str | None, max_silence: str | None, review_within: str | None,
-          gates: Sequence[str], worker: str | None, idempotency_key: str | None) -> None:
+          gates: Sequence[str], worker: str | None, idempotency_key: str | None,
+          session: str | None) -> None:
     """Record a run's packet before the work begins; prints the run id."""
     # every option decided before the store is opened
     expected = duration(expect, "--expect")
@@ -77,7 +80,8 @@ def start(ctx: Ctx, title: str, owner: str | None, target: str | None, notify: s
         kind=model.Kind(kind) if kind else None, deadline=deadline,
         gates=[runs.parse_gate(g) for g in gates],
         worker=worker, idempotency_key=idempotency_key, config=ctx.config, expect=expected,
-        heartbeat_interval=interval, max_silence=silence, review_within=review)
+        heartbeat_interval=interval, max_silence=silence, review_within=review,
+        session=session)
     packet = run.packet
     ctx.emit({"run": packet.id, "created": created, "packet": observe_run(ctx.store, packet)},
              packet.id)

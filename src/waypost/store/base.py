@@ -144,12 +144,23 @@ class Store(ABC):
     url: str
 
     @abstractmethod
-    def create(self, event: Event, packet: Packet, *, fingerprint: str) -> tuple[Packet, bool]:
+    def create(self, event: Event, packet: Packet, *, fingerprint: str,
+               session_id: str | None = None) -> tuple[Packet, bool]:
         """Commit a new run's first event and packet; return (packet, created).
 
         With `packet.idempotency_key` set and already used: the same `fingerprint` returns
         the existing run with created=False; another raises IdempotencyConflict.
+        `session_id` (an agent host's session) is kept beside the packet, never in it.
         """
+
+    @abstractmethod
+    def session_run(self, session_id: str) -> str | None:
+        """The id of the newest run started for this agent-host session, or None."""
+
+    @abstractmethod
+    def count_stop_block(self, run_id: str, *, reset: bool = False) -> int:
+        """Add one to the run's count of consecutive stop-hook refusals and return it; with
+        `reset`, set it to 0 (and return 0). NotFound for no such run."""
 
     @abstractmethod
     def load(self, run_id: str) -> Snapshot:

@@ -137,15 +137,17 @@ class PostgresStore(Store):
 
     # --- writes -----------------------------------------------------------------------
 
-    def create(self, event: Event, packet: Packet, *, fingerprint: str) -> tuple[Packet, bool]:
+    def create(self, event: Event, packet: Packet, *, fingerprint: str,
+               session_id: str | None = None) -> tuple[Packet, bool]:
         key = packet.idempotency_key
         with self._cursor(f"create run {packet.id}", write=True) as cur:
             cur.execute(
                 "INSERT INTO runs (id, version, state, owner, head_hash, updated_at,"
-                " next_check_at, packet, packet_text, idempotency_key, fingerprint, created_at)"
-                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+                " next_check_at, packet, packet_text, idempotency_key, fingerprint, created_at,"
+                " session_id) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
                 " ON CONFLICT (idempotency_key) DO NOTHING RETURNING id",
-                (packet.id, *self._columns(packet, event), key, fingerprint, packet.created_at))
+                (packet.id, *self._columns(packet, event), key, fingerprint, packet.created_at,
+                 session_id))
             if cur.fetchone() is not None:
                 self._insert_events(cur, [event])
                 return packet, True
@@ -158,6 +160,22 @@ class PostgresStore(Store):
                 hint=f"use a new key, or inspect the first run: waypost show {row[0]}",
             )
         return self.load(row[0]).packet, False
+
+    def session_run(self, session_id: str) -> str | None:
+        rows = self._rows(f"find the run of session {session_id[:80]!r}",
+                          "SELECT id FROM runs WHERE session_id = %s"
+                          " ORDER BY created_at DESC, id DESC LIMIT 1", (session_id,))
+        return str(rows[0][0]) if rows else None
+
+    def count_stop_block(self, run_id: str, *, reset: bool = False) -> int:
+        with self._cursor(f"count a stop of run {run_id}", write=True,
+                          one_statement=True) as cur:
+            row = cur.execute("UPDATE runs SET stop_blocks = CASE WHEN %s THEN 0"
+                              " ELSE stop_blocks + 1 END WHERE id = %s RETURNING stop_blocks",
+                              (reset, run_id)).fetchone()
+        if row is None:
+            raise NotFound(f"no run {run_id}", hint="list runs with: waypost ls")
+        return int(row[0])
 
     def commit_write(self, write: RunWrite) -> None:
         if len(write.events) == 1 and not write.outbox:

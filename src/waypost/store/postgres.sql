@@ -17,7 +17,9 @@ CREATE TABLE runs (
     updated_at      timestamptz NOT NULL,
     next_check_at   timestamptz,            -- when the watchdog must look by; NULL: never
     packet          jsonb NOT NULL,         -- waypost.packet/v1
-    packet_text     text                    -- the exact JSON, only when jsonb cannot hold it
+    packet_text     text,                   -- the exact JSON, only when jsonb cannot hold it
+    session_id      text,                   -- the agent host's session (`start --session`)
+    stop_blocks     integer NOT NULL DEFAULT 0  -- the stop hook's consecutive refusals
 );
 
 -- no index names a column a heartbeat changes (updated_at, and next_check_at as long as
@@ -25,6 +27,7 @@ CREATE TABLE runs (
 CREATE INDEX runs_state ON runs (state);
 CREATE INDEX runs_owner ON runs (owner);
 CREATE INDEX runs_next_check ON runs (next_check_at, id) WHERE next_check_at IS NOT NULL;
+CREATE INDEX runs_session ON runs (session_id) WHERE session_id IS NOT NULL;
 
 -- Every committed new version of a run is announced on the channel `waypost_runs.<schema>`
 -- (payload: {"run", "version", "state"}); listeners hear it only once the write commits.

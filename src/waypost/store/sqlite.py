@@ -81,7 +81,8 @@ class SqliteStore(Store):
 
     # --- writes -----------------------------------------------------------------------
 
-    def create(self, event: Event, packet: Packet, *, fingerprint: str) -> tuple[Packet, bool]:
+    def create(self, event: Event, packet: Packet, *, fingerprint: str,
+               session_id: str | None = None) -> tuple[Packet, bool]:
         key = packet.idempotency_key
         with self._writing(f"create run {packet.id}") as db:
             if key is not None:
@@ -91,13 +92,29 @@ class SqliteStore(Store):
                     return self._existing(row[0], row[1], key, fingerprint), False
             db.execute(
                 "INSERT INTO runs (id, version, state, owner, head_hash, updated_at,"
-                " next_check_at, packet, idempotency_key, fingerprint, created_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " next_check_at, packet, idempotency_key, fingerprint, created_at, session_id)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (packet.id, *self._columns(packet, event), key, fingerprint,
-                 packet.created_at.isoformat()),
+                 packet.created_at.isoformat(), session_id),
             )
             self._insert_events(db, [event])
         return packet, True
+
+    def session_run(self, session_id: str) -> str | None:
+        with self._reading(f"find the run of session {session_id[:80]!r}") as db:
+            row = db.execute("SELECT id FROM runs WHERE session_id = ?"
+                             " ORDER BY created_at DESC, id DESC LIMIT 1",
+                             (session_id,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def count_stop_block(self, run_id: str, *, reset: bool = False) -> int:
+        with self._writing(f"count a stop of run {run_id}") as db:
+            rows = db.execute("UPDATE runs SET stop_blocks = CASE WHEN ? THEN 0"
+                              " ELSE stop_blocks + 1 END WHERE id = ? RETURNING stop_blocks",
+                              (reset, run_id)).fetchall()  # to the end: the statement is done
+        if not rows:
+            raise NotFound(f"no run {run_id}", hint="list runs with: waypost ls")
+        return int(rows[0][0])
 
     def _existing(self, run_id: str, stored: str, key: str, fingerprint: str) -> Packet:
         if stored != fingerprint:

@@ -1,0 +1,45 @@
+"""The stop hook's decisions, pure: who may stop, and the next command when not."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.unit.test_a2a import RESULT, blocker, packet
+from waypost import hooks
+from waypost.model import BlockerKind, Gate, State
+
+
+def test_every_blocker_kind_has_one_resolver() -> None:
+    assert set(BlockerKind) == hooks.WORKER_RESOLVES | hooks.OWNER_RESOLVES
+    assert not hooks.WORKER_RESOLVES & hooks.OWNER_RESOLVES
+
+
+@pytest.mark.parametrize("kind", list(BlockerKind))
+def test_blocked_stops_only_when_the_owner_must_act(kind: BlockerKind) -> None:
+    decision = hooks.decide_stop(packet(State.BLOCKED, blockers=(blocker(kind),)), "s")
+    assert decision.block is (kind in hooks.WORKER_RESOLVES)
+    if kind in hooks.OWNER_RESOLVES:
+        assert "only its owner alice can resolve" in decision.reason
+
+
+@pytest.mark.parametrize("state", [State.READY_FOR_REVIEW, State.APPROVED, State.DELIVERED,
+                                   State.CANCELLED])
+def test_ready_and_later_may_stop(state: State) -> None:
+    assert not hooks.decide_stop(packet(state, result=RESULT), "s").block
+
+
+def test_in_progress_names_the_missing_gate_evidence_then_ready() -> None:
+    gated = packet(State.IN_PROGRESS, gates=(Gate(name="t", check="command:pytest  -q"),
+                                             Gate(name="l", check="command:ruff check ."),
+                                             Gate(name="d", check="artifact:draft.md")))
+    assert hooks.missing_gate_evidence(gated) == ["command:ruff check .", "artifact:draft.md"]
+    first = hooks.decide_stop(gated, "s")
+    assert first.block
+    assert "waypost evidence run wp_01TEST -- ruff check ." in first.reason
+    assert hooks.missing_gate_evidence(packet(State.IN_PROGRESS)) == []  # e1 ran pytest -q
+    assert "waypost ready wp_01TEST --summary TEXT --artifact report.md --artifact site" in (
+        hooks.decide_stop(packet(State.IN_PROGRESS), "s").reason)
+
+
+def test_no_run_may_stop() -> None:
+    assert not hooks.decide_stop(None, "s").block
