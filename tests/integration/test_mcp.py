@@ -31,11 +31,15 @@ PASSING = [sys.executable, "-c", "print('3 passed')"]
 
 
 @asynccontextmanager
-async def server(store: Path, actor: str, *extra: str) -> AsyncIterator[ClientSession]:
+async def server(store: Path, actor: str, *extra: str,
+                 host_session: str | None = None) -> AsyncIterator[ClientSession]:
+    env = {"PYTHONPATH": os.pathsep.join(sys.path)}
+    if host_session is not None:
+        env["CLAUDE_CODE_SESSION_ID"] = host_session
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", "waypost", "mcp", "--store", str(store), "--as", actor, *extra],
-        env={"PYTHONPATH": os.pathsep.join(sys.path)}, cwd=str(store.parent))
+        env=env, cwd=str(store.parent))
     with (store.parent / f"mcp-{actor}.log").open("w") as errlog:
         async with stdio_client(params, errlog=errlog) as (read, write), \
                 ClientSession(read, write) as session:
@@ -355,3 +359,19 @@ def test_a_server_with_no_store_to_use_says_so_when_it_starts(tmp_path: Path) ->
                           stdin=subprocess.DEVNULL, check=False, timeout=60)
     assert proc.returncode == 4, proc.stderr
     assert "waypost init" in proc.stderr
+
+
+def test_runs_started_by_a_claude_code_server_carry_its_session(tmp_path: Path) -> None:
+    """So the host's stop hook finds the session's run (waypost hook stop)."""
+    store = tmp_path / "store.db"
+
+    async def scenario() -> None:
+        async with server(store, "bob", host_session="sess-42") as bob:
+            inherited = (await call(bob, "checkpoint_start", title="t", target="none:"))["run"]
+            named = (await call(bob, "checkpoint_start", title="u", target="none:",
+                                host_session="sess-7"))["run"]
+        with model_store(store) as opened:
+            assert opened.session_run("sess-42") == inherited
+            assert opened.session_run("sess-7") == named
+
+    drive(scenario)

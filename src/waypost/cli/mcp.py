@@ -3,6 +3,8 @@ loaded only when this verb runs (the `mcp` extra)."""
 
 from __future__ import annotations
 
+import os
+
 import click
 
 from waypost.cli.context import Ctx, duration, verb
@@ -28,7 +30,8 @@ def mcp(ctx: Ctx, evidence_limit: str) -> None:
         raise InvalidInput(f"waypost mcp needs the MCP SDK, which is not installed ({exc})",
                            hint="pip install 'waypost[mcp]'") from exc
     session = Session(store_url=_store_url(ctx.store_url), actor=ctx.actor,
-                      config=ctx.config, evidence_limit=check_limit(limit or 20.0))
+                      config=ctx.config, evidence_limit=check_limit(limit or 20.0),
+                      host_session=os.environ.get("CLAUDE_CODE_SESSION_ID") or None)
     serve_stdio(session)
 
 

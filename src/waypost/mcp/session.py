@@ -29,6 +29,10 @@ class Session:
     actor: str
     config: Config
     evidence_limit: float = DEFAULT_EVIDENCE_LIMIT
+    # the agent host's session (Claude Code passes CLAUDE_CODE_SESSION_ID to a stdio server,
+    # read once at start: the variable is inherited), recorded on the runs this server starts
+    # so that the host's hooks find the session's run
+    host_session: str | None = None
     epochs: dict[str, int] = field(default_factory=dict)  # run → the lease epoch held here
     _lock: threading.Lock = field(default_factory=threading.Lock)
 

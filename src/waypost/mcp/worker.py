@@ -52,9 +52,8 @@ def _start(session: Session) -> Any:
         title: Annotated[str, Field(min_length=1, max_length=TEXT_CEILING,
                                     description="What the work is, in one line.")],
         target: Annotated[str | None, Field(max_length=2_000, description=(
-            "Where the final result goes once approved: file:PATH, https://…, exec:CMD, "
-            "slack:…, github:OWNER/REPO#N, mailto:…, or none: (nobody is told). Required "
-            "for long_running work."))] = None,
+            "Where the final result goes once approved: file:PATH, https://…, exec:CMD or "
+            "none: (nobody is told). Required for long_running work."))] = None,
         owner: Annotated[str | None, Field(max_length=200, description=(
             "Who reviews and approves [default: this server's actor]."))] = None,
         notify: Annotated[str | None, Field(max_length=2_000, description=(
@@ -73,6 +72,9 @@ def _start(session: Session) -> Any:
         idempotency_key: Annotated[str | None, Field(max_length=200, description=(
             "The same key with the same parameters returns the same run (safe to retry)."
         ))] = None,
+        host_session: Annotated[str | None, Field(max_length=200, description=(
+            "Your agent host's session id, so its stop hook finds this run [default: the "
+            "session this server was started in, when the host says so]."))] = None,
     ) -> Annotated[CallToolResult, Started]:
         """Record a checkpoint packet BEFORE starting work that takes a while, so where the
         work stands survives this session. Call it once per piece of work (pass an
@@ -96,7 +98,8 @@ def _start(session: Session) -> Any:
                     worker=session.actor, idempotency_key=idempotency_key,
                     config=session.config, expect=durations["expect"],
                     heartbeat_interval=durations["heartbeat_interval"],
-                    max_silence=durations["max_silence"])
+                    max_silence=durations["max_silence"],
+                    session=host_session or session.host_session)
                 packet = run.packet
                 if packet.worker is not None and packet.worker.actor == session.actor:
                     run.epoch = packet.worker.epoch
