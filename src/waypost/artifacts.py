@@ -205,12 +205,18 @@ def fetch(store: Store, run_id: str, name: str) -> tuple[Artifact, bytes]:
     return artifact, data
 
 
-def write_out(data: bytes, name: str, output: str | None, *, run_id: str,
-              force: bool = False) -> Path:
-    """Write `data` to `output` (a file, or a directory to put `name` in; default: `name` in
-    the current directory), atomically: a temporary file made exclusively beside the target,
-    then renamed over it. Only regular files are written; an existing one only with `force`."""
+def destination(name: str, output: str | None, *, run_id: str, force: bool = False) -> Path:
+    """Where `artifact get` writes: `output` (a file, or a directory to put `name` in;
+    default: `name` in the current directory), decided before any byte is read. Only a
+    regular file is ever written; an existing one only with `force`."""
     target = _target(name, output, run_id)
+    _check_replaceable(target, force)
+    return target
+
+
+def write_out(data: bytes, target: Path, *, force: bool = False) -> Path:
+    """Write `data` to `target` (from `destination`), atomically: a temporary file made
+    exclusively beside it, then renamed over it; the target is checked again just before."""
     _check_replaceable(target, force)
     tmp = _write_temp(target, data)
     try:

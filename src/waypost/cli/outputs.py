@@ -50,16 +50,19 @@ def artifact_get(ctx: Ctx, run_id: str, name: str, output: str | None, force: bo
     """
     from waypost import artifacts
 
+    # where it goes is decided before the bytes are read (a refusal costs no blob read)
+    target = None if output == "-" else artifacts.destination(name, output, run_id=run_id,
+                                                               force=force)
     recorded, data = ctx.run(run_id).artifact(name)
     if output == "-" and ctx.json:  # one JSON document, as every verb prints: never raw bytes
         ctx.emit({"run": run_id, "artifact": recorded.name, "sha256": recorded.sha256,
                   "bytes": len(data), **_content(data)}, "")
         return
-    if output == "-":
+    if target is None:
         sys.stdout.buffer.write(data)
         sys.stdout.buffer.flush()
         return
-    path = artifacts.write_out(data, recorded.name, output, run_id=run_id, force=force)
+    path = artifacts.write_out(data, target, force=force)
     ctx.emit({"run": run_id, "artifact": recorded.name, "path": str(path),
               "sha256": recorded.sha256}, str(path))
 
