@@ -106,8 +106,7 @@ def _retarget(session: Session) -> Any:
     def retarget(
         run: RunId,
         target: Annotated[str | None, Field(max_length=2_000, description=(
-            "The new final target URI (file:, https://, exec:, slack:, github:, mailto:, "
-            "none:)."))] = None,
+            "The new final target URI: file:PATH, https://…, exec:CMD or none:."))] = None,
         notify: Annotated[str | None, Field(max_length=2_000, description=(
             "The new notify URI."))] = None,
         accept_duplicate: Annotated[bool, Field(description=(
