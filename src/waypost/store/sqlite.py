@@ -41,6 +41,7 @@ from waypost.store.base import (
 from waypost.store.limits import MIN_WRITER, check_setting
 from waypost.store.limits import busy_timeout as busy_timeout_setting
 from waypost.store.rows import DueRow, Skipped, decode_packet, due_page, readable_packets
+from waypost.store.sqlite_group import GroupCommit
 from waypost.store.sqlite_setup import SCHEMA_VERSION, StoreFile, integrity_diagnosis
 
 _packet_decoder = json_decoder(Packet)
@@ -67,6 +68,7 @@ class SqliteStore(Store):
         self._file = StoreFile(self.path, create=create,
                                busy_s=busy_timeout_setting(busy_timeout))
         self._reading, self._writing = self._file.reading, self._file.writing
+        self.group = GroupCommit(self._writing, self._commit_in)
 
     @property
     def _db(self) -> sqlite3.Connection | None:
@@ -128,8 +130,8 @@ class SqliteStore(Store):
         return self.load(run_id).packet
 
     def commit_write(self, write: RunWrite) -> None:
-        with self._writing(f"write run {write.run_id}") as db:
-            self._commit_in(db, write)
+        """Committed with the writes other threads hand in meanwhile (`GroupCommit`)."""
+        self.group.commit(write)
 
     def _commit_in(self, db: sqlite3.Connection, write: RunWrite) -> None:
         """Commit one write inside the caller's transaction, under its version guard."""
