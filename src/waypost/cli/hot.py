@@ -118,7 +118,8 @@ HOT = {v.name: v for v in (
             metavar="N", help=f"At most this many rows (1 to {LIMIT_MAX})."),
         *COMMON)),
     Verb(name="hook", run=hook, args=(Arg(dest="event", metavar="EVENT"),), options=(
-        Opt(name="--host", dest="host", required=True, choices=("claude",),
+        Opt(name="--host", dest="host", required=True,
+            choices=("claude", "codex", "gemini", "cursor"),
             help="The agent host whose hook this is."),
         Opt(name="--cap", dest="cap", type=stop_cap, default=8, show_default=True,
             metavar="N", envvar="WAYPOST_STOP_CAP", help="Refuse one session's stop this "

@@ -76,3 +76,11 @@ def check_setting(name: str, value: str | None) -> None:
     if value is not None and (len(value) > MAX_SETTING_VALUE or "\x00" in value):
         raise InvalidInput(f"bad value for setting {name}: at most {MAX_SETTING_VALUE} "
                            "characters, no NUL")
+
+
+def stop_turn_setting(run_id: str) -> str:
+    """The setting that holds the turn of the stop hook's last counted refusal of a run (a
+    digest of the run id: a setting's name takes only a few characters)."""
+    import hashlib
+
+    return "hook.turn." + hashlib.sha256(run_id.encode()).hexdigest()[:40]
