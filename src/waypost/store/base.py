@@ -161,8 +161,8 @@ class Store(ABC):
     def count_stop_block(self, run_id: str, *, reset: bool = False,
                          turn: str | None = None) -> int:
         """Add one to the run's count of consecutive stop-hook refusals and return it; with
-        `reset`, set it to 0 (and return 0). With `turn` (a digest of what names the host's
-        turn), a stop of the turn counted last is not counted again and the count is
+        `reset`, set it to 0 (and return 0). With `turn` (what names the host's turn,
+        `hooks.turn_key`; at most a few hundred characters), a stop of the turn counted last is not counted again and the count is
         returned as it stands: one stop delivered twice (Cursor runs its own hooks and
         Claude Code's) counts once, however the two race. The turn is kept as a store
         setting (`stop_turn_setting`) until the count is reset. NotFound for no such run."""
