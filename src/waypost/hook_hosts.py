@@ -105,7 +105,8 @@ def read_call(host: str, event: str, data: bytes, limit: int) -> HookCall:
 def _usable(value: str | None, field: str) -> str | None:
     if value is None:
         return None
-    if not value.strip() or len(value) > MAX_ID:
+    if not value.strip() or len(value) > MAX_ID or any(
+            ord(c) < 32 or ord(c) == 127 for c in value):
         raise InvalidInput(f"the hook's input has no usable {field}")
     return value
 
