@@ -73,7 +73,10 @@ def ls_(ctx: Ctx, states: Sequence[str], owner: str | None, show_all: bool, limi
 
 
 def hook(ctx: Ctx, event: str, host: str, cap: int) -> None:
-    """An agent host's hook: the host's JSON on stdin, its answer on stdout (exit 0)."""
+    """An agent host's hook: the host's JSON on stdin, its answer on stdout (exit 0).
+
+    EVENT is stop, subagent-stop, session-start or user-prompt-submit (`waypost hooks
+    install` registers each under the host's own name for it)."""
     from waypost.cli.hook import answer  # here: the other hot verbs never read it
 
     answer(ctx, event, host, cap)

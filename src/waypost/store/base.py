@@ -162,10 +162,11 @@ class Store(ABC):
                          turn: str | None = None) -> int:
         """Add one to the run's count of consecutive stop-hook refusals and return it; with
         `reset`, set it to 0 (and return 0). With `turn` (what names the host's turn,
-        `hooks.turn_key`; at most a few hundred characters), a stop of the turn counted last is not counted again and the count is
-        returned as it stands: one stop delivered twice (Cursor runs its own hooks and
-        Claude Code's) counts once, however the two race. The turn is kept as a store
-        setting (`stop_turn_setting`) until the count is reset. NotFound for no such run."""
+        `hooks.turn_key`: a few hundred characters at most), a stop of the turn counted
+        last is not counted again and the count is returned as it stands: one stop
+        delivered twice (Cursor runs its own hooks and Claude Code's) counts once, however
+        the two race. The turn is kept as a store setting (`stop_turn_setting`) until the
+        count is reset. NotFound for no such run."""
 
     @abstractmethod
     def load(self, run_id: str) -> Snapshot:
