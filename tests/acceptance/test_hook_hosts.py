@@ -376,3 +376,14 @@ def test_waypost_is_held_to_its_documented_start_command(project: Path) -> None:
                           capture_output=True, timeout=HANG_GUARD, check=False)
     assert proc.returncode == 0, proc.stderr
     assert stop(project, "claude", session="s-new") is not None  # now the run's rule
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_a_stream_that_cannot_encode_the_answer_still_gets_it(project: Path,
+                                                              host: str) -> None:
+    """JSON is UTF-8: a locale that says ASCII must not end the hook with an error."""
+    (project / "waypost.toml").write_text("[hooks]\nrequire_run = true\n")
+    code, out = run_hook(project, host, "stop", stop_input(host, session="sessión-1"),
+                         PYTHONIOENCODING="ascii")
+    assert code == 0
+    assert "--session 'sessión-1'" in str(refusal(host, out))

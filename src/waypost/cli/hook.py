@@ -44,10 +44,13 @@ def answer(ctx: Ctx, event: str, host: str, cap: int) -> None:
     except Exception as exc:  # a bug must not let the agent stop unchecked
         said = _failed(event, f"waypost hook failed unexpectedly: {type(exc).__name__}: {exc}")
     out, err = hook_hosts.render(host, event, said)
-    if out:
-        sys.stdout.write(out + "\n")
-    if err:
-        sys.stderr.write(err + "\n")
+    # as bytes: JSON is UTF-8 whatever the locale says, and text a stream could not encode
+    # must not end the hook with an error (which would let the agent stop)
+    for stream, text in ((sys.stdout, out), (sys.stderr, err)):
+        if text:
+            stream.flush()
+            stream.buffer.write(text.encode("utf-8", "backslashreplace") + b"\n")
+            stream.flush()
 
 
 def _failed(event: str, reason: str) -> StopDecision | Context:
