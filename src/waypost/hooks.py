@@ -174,3 +174,17 @@ def turn_key(turn: Sequence[str], version: int) -> str:
     loop count) and the run's version then. Two deliveries of that stop share it; the next
     stop, after a follow-up, does not. (Its parts are ids of 200 characters at most.)"""
     return "\x1f".join([*turn, str(version)])
+
+
+def no_run_count_setting(session: str) -> str:
+    """The store setting that counts a session's refusals for having no run (there is no
+    run row to count them on): named after the session, or a digest of an id that does not
+    fit a setting's name."""
+    from waypost.store.limits import MAX_SETTING_NAME, SETTING_NAME_CHARS
+
+    name = "hook.norun." + session
+    if len(name) <= MAX_SETTING_NAME and set(name) <= SETTING_NAME_CHARS:
+        return name
+    import hashlib  # here: most hosts' session ids (UUIDs) fit as they are
+
+    return "hook.norun." + hashlib.sha256(session.encode()).hexdigest()[:40]

@@ -387,3 +387,25 @@ def test_a_stream_that_cannot_encode_the_answer_still_gets_it(project: Path,
                          PYTHONIOENCODING="ascii")
     assert code == 0
     assert "--session 'sessión-1'" in str(refusal(host, out))
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_a_required_run_is_refused_up_to_the_cap_too(project: Path, host: str) -> None:
+    """No run to record a blocker on: the session's refusals are counted all the same."""
+    (project / "waypost.toml").write_text("[hooks]\nrequire_run = true\n")
+    assert stop(project, host, "--cap", "2", turn=1) is not None
+    assert stop(project, host, "--cap", "2", turn=2) is not None
+    code, out = run_hook(project, host, "stop", stop_input(host, turn=3), "--cap", "2")
+    assert (code, refusal(host, out)) == (0, None)  # the third: let go
+    assert stop(project, host, "--cap", "2", turn=4) is not None  # counting again
+    with open_store(str(project / ".waypost" / "waypost.db")) as store:
+        assert store.run_ids() == []  # nothing recorded on any run
+
+
+def test_one_cursor_stop_of_a_session_with_no_run_counts_once(project: Path) -> None:
+    (project / "waypost.toml").write_text("[hooks]\nrequire_run = true\n")
+    same = stop_input("cursor", turn=0)
+    for host in ("cursor", "claude"):
+        code, out = run_hook(project, host, "stop", same, "--cap", "1")
+        assert (code, refusal(host, out) is not None) == (0, True)
+    assert stop(project, "cursor", "--cap", "1", turn=1) is None

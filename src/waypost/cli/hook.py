@@ -136,7 +136,8 @@ def _decide_stop(ctx: Ctx, call: HookCall, cap: int, require: bool) -> StopDecis
     if packet is None:
         if call.event == "subagent-stop":
             return _subagent_free(call)
-        return hooks.decide_stop(None, call.session, require_run=require)
+        refused = hooks.decide_stop(None, call.session, require_run=require)
+        return _count_without_run(ctx, call, refused, cap) if refused.block else refused
     decision = hooks.decide_stop(packet, call.session)
     if not decision.block:
         store.count_stop_block(packet.id, reset=True)
@@ -148,6 +149,28 @@ def _decide_stop(ctx: Ctx, call: HookCall, cap: int, require: bool) -> StopDecis
     if blocks <= cap:
         return decision
     return _give_up(ctx, packet, decision, blocks - 1)
+
+
+def _count_without_run(ctx: Ctx, call: HookCall, refused: StopDecision,
+                       cap: int) -> StopDecision:
+    """A session refused for having no run (`[hooks] require_run`): its refusals counted in
+    a store setting, as there is no run to count them on, and past the cap let stop, saying
+    so. One stop of one Cursor turn counts once, as with a run."""
+    store = ctx.store
+    name = hooks.no_run_count_setting(call.session)
+    count, _, seen = store.settings().get(name, "").partition("\x1f")
+    turn = hooks.turn_key(call.turn, 0) if call.turn else ""
+    blocks = int(count) if count.isdigit() else 0
+    if not (turn and turn == seen):
+        blocks += 1
+    if blocks > cap:
+        store.put_setting(name, None)
+        return StopDecision(block=False, reason=(
+            f"waypost: session {call.session} was refused a stop {blocks - 1} times in a row "
+            f"for having no run and is let stop, with no run to record it on. Start one "
+            f"before the next session: {hooks.start_command(call.session)}"))
+    store.put_setting(name, f"{blocks}\x1f{turn}")
+    return refused
 
 
 def _give_up(ctx: Ctx, packet: Packet, decision: StopDecision,
