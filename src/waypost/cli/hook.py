@@ -47,10 +47,15 @@ def answer(ctx: Ctx, event: str, host: str, cap: int) -> None:
     # as bytes: JSON is UTF-8 whatever the locale says, and text a stream could not encode
     # must not end the hook with an error (which would let the agent stop)
     for stream, text in ((sys.stdout, out), (sys.stderr, err)):
-        if text:
-            stream.flush()
-            stream.buffer.write(text.encode("utf-8", "backslashreplace") + b"\n")
-            stream.flush()
+        binary = getattr(stream, "buffer", None)  # none: a text-only stream (a test's capture)
+        if not text:
+            continue
+        stream.flush()
+        if binary is None:
+            stream.write(text + "\n")
+        else:
+            binary.write(text.encode("utf-8", "backslashreplace") + b"\n")
+        stream.flush()
 
 
 def _failed(event: str, reason: str) -> StopDecision | Context:
