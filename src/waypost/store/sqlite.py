@@ -38,7 +38,7 @@ from waypost.store.base import (
     Store,
     check_moves,
 )
-from waypost.store.limits import MIN_WRITER, check_setting
+from waypost.store.limits import MIN_WRITER, check_setting, stop_turn_setting
 from waypost.store.limits import busy_timeout as busy_timeout_setting
 from waypost.store.rows import DueRow, Skipped, decode_packet, due_page, readable_packets
 from waypost.store.sqlite_group import GroupCommit
@@ -112,14 +112,33 @@ class SqliteStore(Store):
                              (session_id,)).fetchone()
         return None if row is None else str(row[0])
 
-    def count_stop_block(self, run_id: str, *, reset: bool = False) -> int:
+    def count_stop_block(self, run_id: str, *, reset: bool = False,
+                         turn: str | None = None) -> int:
+        marker = stop_turn_setting(run_id)
         with self._writing(f"count a stop of run {run_id}") as db:
-            rows = db.execute("UPDATE runs SET stop_blocks = CASE WHEN ? THEN 0"
-                              " ELSE stop_blocks + 1 END WHERE id = ? RETURNING stop_blocks",
-                              (reset, run_id)).fetchall()  # to the end: the statement is done
+            if turn is not None and not reset and db.execute(
+                    "SELECT 1 FROM settings WHERE name = ? AND value = ?",
+                    (marker, turn)).fetchone() is not None:
+                rows = db.execute("SELECT stop_blocks FROM runs WHERE id = ?",
+                                  (run_id,)).fetchall()
+            else:
+                rows = db.execute("UPDATE runs SET stop_blocks = CASE WHEN ? THEN 0"
+                                  " ELSE stop_blocks + 1 END WHERE id = ? RETURNING stop_blocks",
+                                  (reset, run_id)).fetchall()  # to the end: the statement is done
+                if rows and (reset or turn is not None):
+                    self._mark_turn(db, marker, None if reset else turn)
         if not rows:
             raise NotFound(f"no run {run_id}", hint="list runs with: waypost ls")
         return int(rows[0][0])
+
+    @staticmethod
+    def _mark_turn(db: sqlite3.Connection, marker: str, turn: str | None) -> None:
+        if turn is None:
+            db.execute("DELETE FROM settings WHERE name = ?", (marker,))
+        else:
+            db.execute("INSERT INTO settings (name, value) VALUES (?, ?)"
+                       " ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+                       (marker, turn))
 
     def _existing(self, run_id: str, stored: str, key: str, fingerprint: str) -> Packet:
         if stored != fingerprint:
