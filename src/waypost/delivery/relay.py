@@ -194,7 +194,7 @@ class Relay:
             outcome_unknown=outcome_unknown), what=delivery.key)
 
     def _run_write(self, delivery: Delivery, at: datetime, receipt: str | None,
-                   error: str | None, assurance: DeliveryAssurance | None
+                   error: str | None, assurance: DeliveryAssurance | None = None
                    ) -> RunWrite | None:
         """The run's `delivered` / `delivery_failed` event, or None when the run can no longer
         take it (it was cancelled meanwhile): then only the row is settled."""

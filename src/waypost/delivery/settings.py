@@ -94,6 +94,20 @@ def missing_credential(uri: str, settings: DeliverySettings) -> str | None:
     return None
 
 
+def credential_warnings(uris: dict[str, str | None],
+                        start: str | os.PathLike[str] | None = None) -> list[str]:
+    """What `start` warns of: each of `uris` (field -> URI) whose credential the relay here
+    would not find. A [delivery] table that does not read is the relay's to report."""
+    try:
+        settings = load_settings(start)
+    except InvalidInput:
+        return []
+    found = [(field, uri, missing_credential(uri, settings))
+             for field, uri in uris.items() if uri]
+    return [f"{field} {uri}: {why}: a relay here would block the run with delivery_failed "
+            "until it is set" for field, uri, why in found if why]
+
+
 def delivery_root(store_path: str | None, config_path: str | None) -> str:
     """Where relative file: targets start: the folder holding `.waypost/` for an embedded
     store in one, else the folder holding waypost.toml, else the current folder."""
