@@ -11,7 +11,7 @@ GitHub: Bearer tokens, `Link: <…>; rel="next"` pages, 401 Bad credentials, 404
     "accept_drop"     do the request, then close the connection without answering
     "accept_timeout"  do the request, then say nothing until the client gives up
 
-A fault is scripted (`fail(path_part, kind)`: the next request whose path holds
+A fault is scripted (`fail(path_part, kind, method)`: the next request whose path holds
 `path_part`) or drawn at random (`rate`, for the fault campaign)."""
 
 from __future__ import annotations
@@ -48,22 +48,23 @@ class FaultyApi:
         self.rate = rate
         self.faults = faults
         self.rng = random.Random(seed)
-        self.script: list[tuple[str, str]] = []
+        self.script: list[tuple[str | None, str, str]] = []  # (method, path part, fault)
         self.lock = threading.Lock()
         self.requests: list[tuple[str, str]] = []  # (method, path) of every request
         self.faulted: list[tuple[str, str]] = []  # (path, fault) of every fault made
         self.httpd = _Quiet(("127.0.0.1", 0), self._handler())
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
 
-    def fail(self, path_part: str, kind: str) -> None:
+    def fail(self, path_part: str, kind: str, method: str | None = None) -> None:
         with self.lock:
-            self.script.append((path_part, kind))
+            self.script.append((method, path_part, kind))
 
-    def _fault(self, path: str) -> str | None:
+    def _fault(self, method: str, path: str) -> str | None:
         with self.lock:
-            index = next((i for i, (part, _) in enumerate(self.script) if part in path), None)
+            index = next((i for i, (verb, part, _) in enumerate(self.script)
+                          if part in path and verb in (None, method)), None)
             if index is not None:
-                kind = self.script.pop(index)[1]
+                kind = self.script.pop(index)[2]
             else:
                 kind = self.rng.choice(self.faults) if self.rng.random() < self.rate else ""
             if kind:
@@ -90,7 +91,7 @@ class FaultyApi:
                 headers = {k.lower(): v for k, v in self.headers.items()}
                 with api.lock:
                     api.requests.append((self.command, parts.path))
-                fault = api._fault(parts.path)
+                fault = api._fault(self.command, parts.path)
                 if fault == "drop":
                     self.close_connection = True
                     return
@@ -234,6 +235,8 @@ class FakeGitHub(FaultyApi):
         self.api = self.url + prefix
 
     def limited(self, kind: str) -> Answer:
+        if kind == "429":
+            return 429, {"retry-after": "1"}, {"message": "secondary rate limit"}
         reset = str(int(time.time()) + 1)
         return 403, {"x-ratelimit-remaining": "0", "x-ratelimit-reset": reset}, \
             {"message": "API rate limit exceeded"}

@@ -81,7 +81,7 @@ class SmtpServer:
                data: Any) -> AuthResult:
         good = isinstance(data, LoginPassword) and \
             (data.login, data.password) == (self.user.encode(), self.password.encode())
-        return AuthResult(success=good)
+        return AuthResult(success=good, handled=False)
 
     def message_ids(self) -> list[str]:
         with self.lock:
