@@ -49,6 +49,7 @@ class FaultyApi:
         self.faults = faults
         self.rng = random.Random(seed)
         self.script: list[tuple[str | None, str, str]] = []  # (method, path part, fault)
+        self.raw = b""  # the body of the request being routed, as sent
         self.lock = threading.Lock()
         self.requests: list[tuple[str, str]] = []  # (method, path) of every request
         self.faulted: list[tuple[str, str]] = []  # (path, fault) of every fault made
@@ -101,6 +102,7 @@ class FaultyApi:
                     self._answer(answer)
                     return
                 with api.lock:
+                    api.raw = raw
                     answer = api.route(self.command, parts.path, query, body, headers)
                 if fault == "accept_timeout":
                     time.sleep(HANG)
