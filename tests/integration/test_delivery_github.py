@@ -152,3 +152,12 @@ def test_a_retry_after_header_is_respected(db: Store, clock: FakeClock,
     assert first.next_attempt_at - clock.now >= timedelta(seconds=1)
     assert next(d for d in db.deliveries([first.run_id])
                 if d.purpose is Purpose.FINAL).status is DeliveryStatus.QUEUED
+
+
+def test_a_github_status_notify_target_shows_the_run_pending(
+        db: Store, clock: FakeClock, github: FakeGitHub) -> None:
+    approved_run(db, clock, notify=f"github-status:{REPO}@{SHA}")  # ready_for_review
+    relay(db, clock, github).drain()
+    [status] = github.statuses[(REPO, SHA)]
+    assert (status["context"], status["state"]) == ("waypost/run", "pending")
+    assert "ready for review" in status["description"]

@@ -116,3 +116,15 @@ def test_the_smtp_url_is_read_and_a_bad_one_refused_without_its_password() -> No
     with pytest.raises(InvalidInput) as refused:
         smtp_server("smtp://u:hunter2@mail.example:99999")
     assert "hunter2" not in refused.value.message
+
+
+def test_a_mailto_notify_target_gets_each_notice(db: Store, clock: FakeClock,
+                                                  smtp: SmtpServer) -> None:
+    run_id = approved_run(db, clock, notify=f"mailto:{TO}")  # ready_for_review: a notice
+    relay(db, clock, smtp).drain()
+    [notice] = smtp.received
+    assert notice["Subject"] == "[waypost] Fix the flaky login test: ready_for_review"
+    body = notice.get_payload(decode=True)
+    assert isinstance(body, bytes)
+    assert f"run {run_id} is ready for review" in body.decode()
+    assert PRIVATE not in body.decode()

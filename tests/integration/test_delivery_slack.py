@@ -181,3 +181,12 @@ def test_an_incoming_webhook_is_at_least_once_and_its_url_is_never_shown(
     assert packet.receipt is not None
     assert packet.receipt.assurance is DeliveryAssurance.AT_LEAST_ONCE
     assert "not-a-real-secret" not in packet.receipt.detail
+
+
+def test_a_slack_webhook_notify_target_gets_each_notice(
+        db: Store, clock: FakeClock, slack: FakeSlack) -> None:
+    run_id = approved_run(db, clock, notify=f"slack-webhook:{slack.hook}")
+    relay(db, clock, slack).drain()
+    [text] = slack.hook_posts
+    assert f"run {run_id} is ready for review" in text
+    assert PRIVATE not in text
