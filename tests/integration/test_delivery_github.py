@@ -161,3 +161,14 @@ def test_a_github_status_notify_target_shows_the_run_pending(
     [status] = github.statuses[(REPO, SHA)]
     assert (status["context"], status["state"]) == ("waypost/run", "pending")
     assert "ready for review" in status["description"]
+
+
+def test_a_comment_that_only_quotes_the_marker_is_not_taken_for_the_runs(
+        db: Store, clock: FakeClock, github: FakeGitHub) -> None:
+    run_id = approved_run(db, clock, target=f"github:{REPO}#5")
+    quoted = f"> <!-- waypost run={run_id} delivery=x -->\nwhy is this here?"
+    github.comments[(REPO, 5)] = [{"id": 1, "body": quoted}]
+    relay(db, clock, github).drain()
+    first, made = github.comments[(REPO, 5)]
+    assert first["body"] == quoted
+    assert made["body"].startswith(f"<!-- waypost run={run_id} ")

@@ -13,6 +13,7 @@ so posting it again changes nothing. Both receipts say `upsert`.
 from __future__ import annotations
 
 import re
+import urllib.parse
 from abc import abstractmethod
 from datetime import datetime
 from typing import Any
@@ -112,14 +113,22 @@ class GitHubCommentTarget(_GitHub):
             comments = github_ok(answer, at)
             for comment in comments if isinstance(comments, list) else ():
                 text = str(comment.get("body") or "")
-                if _run_marker(run_id) in text:
+                if text.startswith(_run_marker(run_id)):  # ours: a quote of it is not
                     return str(comment.get("id")), text
             following = _NEXT.search(answer.headers.get("link", ""))
             if following is None:
                 return None
             url, params = following.group(1), None
+            if _origin(url) != _origin(api.base):  # the token goes nowhere else
+                raise Failed(retry(f"GitHub: the next page of comments is on another host "
+                                   f"({_origin(url)}); not following it"))
         raise Failed(retry(f"GitHub: the run's comment was not found in the first "
                            f"{COMMENT_PAGES * 100} comments; not commenting again"))
+
+
+def _origin(url: str) -> str:
+    parts = urllib.parse.urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"
 
 
 def comment_body(outgoing: Outgoing) -> str:
