@@ -29,7 +29,7 @@ from typing import Any
 
 Answer = tuple[int, dict[str, str], Any]
 FAULTS = ("500", "429", "drop", "accept_drop", "accept_timeout")
-HANG = 3.0  # seconds an "accept_timeout" answer is held back (past the tests' timeouts)
+HANG = 4.0  # seconds an "accept_timeout" answer is held back (past the tests' timeouts)
 
 
 class _Quiet(ThreadingHTTPServer):

@@ -44,7 +44,7 @@ def github() -> Iterator[FakeGitHub]:
 
 
 def relay(db: Store, clock: FakeClock, github: FakeGitHub, **settings: Any) -> Relay:
-    values: dict[str, Any] = {"github_token": TOKEN, "github_api": github.api, "timeout": 1.0}
+    values: dict[str, Any] = {"github_token": TOKEN, "github_api": github.api, "timeout": 2.0}
     values.update(settings)
     return Relay(db, settings=fast(**values), relay_id="relay:t", clock=clock, rand=lambda: 1.0)
 

@@ -35,7 +35,7 @@ def smtp() -> Iterator[SmtpServer]:
 
 
 def relay(db: Store, clock: FakeClock, smtp: SmtpServer, **settings: Any) -> Relay:
-    values: dict[str, Any] = {"smtp_url": smtp.url, "smtp_from": SENDER, "timeout": 1.0}
+    values: dict[str, Any] = {"smtp_url": smtp.url, "smtp_from": SENDER, "timeout": 2.0}
     values.update(settings)
     return Relay(db, settings=fast(**values), relay_id="relay:t", clock=clock, rand=lambda: 1.0)
 

@@ -45,7 +45,7 @@ def slack() -> Iterator[FakeSlack]:
 
 
 def relay(db: Store, clock: FakeClock, slack: FakeSlack, **settings: Any) -> Relay:
-    values: dict[str, Any] = {"slack_token": TOKEN, "slack_api": slack.url, "timeout": 1.0}
+    values: dict[str, Any] = {"slack_token": TOKEN, "slack_api": slack.url, "timeout": 2.0}
     values.update(settings)
     return Relay(db, settings=fast(**values), relay_id="relay:t", clock=clock, rand=lambda: 1.0)
 
@@ -190,3 +190,15 @@ def test_a_slack_webhook_notify_target_gets_each_notice(
     [text] = slack.hook_posts
     assert f"run {run_id} is ready for review" in text
     assert PRIVATE not in text
+
+
+def test_text_from_the_packet_can_never_mention_everyone_or_open_a_link(
+        db: Store, clock: FakeClock, slack: FakeSlack) -> None:
+    approved_run(db, clock, target=f"slack:{CHANNEL}",
+                 title="<!channel> see <https://evil.example|the fix> & more")
+    relay(db, clock, slack).drain()
+    [message] = slack.messages()
+    assert "<!channel>" not in message["text"]
+    assert "<https://" not in message["text"]
+    assert "&lt;!channel&gt; see &lt;https://evil.example|the fix&gt; &amp; more" in \
+        message["text"]
