@@ -33,6 +33,7 @@ LAZY_COMMANDS: dict[str, str] = {
     "prune": "waypost.cli.watch:prune",
     "mcp": "waypost.cli.mcp:mcp",
     "hooks": "waypost.cli.hosts:hooks_group",
+    "token": "waypost.cli.tokens:token_group",
 }
 
 
