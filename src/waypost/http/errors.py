@@ -9,6 +9,7 @@ from typing import Any, Final
 import msgspec
 from litestar import Request, Response
 from litestar.exceptions import HTTPException, ValidationException
+from litestar.openapi.datastructures import ResponseSpec
 
 from waypost import errors
 
@@ -93,6 +94,20 @@ def _validation_message(exc: ValidationException) -> str:
                         for item in extra[:5])
     return f"{exc.detail}: {details}"[:1000] if details else str(exc.detail)
 
+
+WHY: Final = {
+    400: "Malformed: not JSON, or not the operation's schema.",
+    401: "No token, or one that is unknown, expired or revoked.",
+    403: "The token's role or run may not do this, or the rules refuse this actor.",
+    404: "No such run, blocker or artifact.",
+    409: "The run's state or lease refuses the move, or the Idempotency-Key was reused.",
+    413: "The body is larger than the server takes.",
+    422: "Well-formed, but a value is not acceptable (a limit, a duration, a URI).",
+    503: "The store is busy; try again (Retry-After).",
+}
+# Every operation's error answers, for the OpenAPI document.
+ERRORS: Final = {status: ResponseSpec(ErrorDocument, description=why, generate_examples=False)
+                 for status, why in WHY.items()}
 
 HANDLERS: Final = {errors.WaypostError: waypost_error, HTTPException: litestar_error,
                    Exception: unexpected}
