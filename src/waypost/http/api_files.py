@@ -9,30 +9,30 @@ from typing import Annotated, Any
 
 from anyio import to_thread
 from litestar import Controller, Request, Response, get, post
-from litestar.params import Parameter
+from litestar.params import PathParameter, QueryParameter
 
 from waypost.http import operations as ops
 from waypost.http import shapes
+from waypost.http.deps import CallerDep, ConfigDep, StoreDep
 from waypost.http.errors import ERRORS, TooLarge
-from waypost.http.settings import ServerConfig
-from waypost.model import ArtifactRole, Grant
-from waypost.store.base import Store
+from waypost.model import ArtifactRole
 
-RunId = Annotated[str, Parameter(max_length=64, description="The run's id (wp_…).")]
-ArtifactName = Annotated[str, Parameter(max_length=255, description="The artifact's name.")]
+RunId = Annotated[str, PathParameter(max_length=64, description="The run's id (wp_…).")]
+ArtifactName = Annotated[str, PathParameter(max_length=255, description="The artifact's name.")]
 
 
 class ArtifactsController(Controller):
     path = "/api/runs/{run_id:str}/artifacts"
-    tags = ["artifacts"]
+    tags = ("artifacts",)
 
     @post("/{name:str}", responses=ERRORS, status_code=200, request_max_body_size=None,
           summary="Record an artifact: the request body is its bytes (streamed)")
     async def upload(
-        self, request: Request[Any, Any, Any], store: Store, caller: Grant,
-        config: ServerConfig, run_id: RunId, name: ArtifactName,
-        role: ArtifactRole = ArtifactRole.OTHER,
-        epoch: Annotated[int | None, Parameter(ge=1, le=2**62, description=(
+        self, request: Request[Any, Any, Any], store: StoreDep, caller: CallerDep,
+        config: ConfigDep, run_id: RunId, name: ArtifactName,
+        role: Annotated[ArtifactRole, QueryParameter(description="The artifact's role.")] = (
+            ArtifactRole.OTHER),
+        epoch: Annotated[int | None, QueryParameter(ge=1, le=2**62, description=(
             "The worker's lease epoch (from claim)."))] = None,
     ) -> shapes.Artifacted:
         await to_thread.run_sync(lambda: ops.precheck_artifact(
@@ -43,7 +43,7 @@ class ArtifactsController(Controller):
 
     @get("/{name:str}", sync_to_thread=True, responses=ERRORS,
          media_type="application/octet-stream", summary="Download a stored artifact")
-    def download(self, store: Store, caller: Grant, run_id: RunId,
+    def download(self, store: StoreDep, caller: CallerDep, run_id: RunId,
                  name: ArtifactName) -> Response[bytes]:
         artifact, data = ops.artifact(store, caller, run_id, name)
         return Response(data, media_type="application/octet-stream", headers={

@@ -15,7 +15,7 @@ from typing import Annotated, Any, Final
 import msgspec
 from anyio import to_thread
 from litestar import Request, post
-from litestar.params import Parameter
+from litestar.params import PathParameter, QueryParameter
 
 from waypost import hooks
 from waypost.core import access
@@ -23,6 +23,7 @@ from waypost.core.access import Operation
 from waypost.errors import InvalidInput, NotAuthorized, NotFound, WaypostError
 from waypost.http import shapes
 from waypost.http.api_files import read_at_most
+from waypost.http.deps import CallerDep, StoreDep
 from waypost.http.errors import ERRORS
 from waypost.model import BlockerKind, Grant, Packet
 from waypost.runs import Run
@@ -46,9 +47,9 @@ Decider = Callable[[Store, Grant, bytes, int], shapes.HookAnswer]
       request_max_body_size=None, summary="Claude Code's HTTP hook: the same decision as "
       "`waypost hook EVENT --host claude`")
 async def claude_hook(
-    request: Request[Any, Any, Any], store: Store, caller: Grant,
-    event: Annotated[str, Parameter(max_length=40, description="The hook event: stop.")],
-    cap: Annotated[int, Parameter(ge=1, le=100, description=(
+    request: Request[Any, Any, Any], store: StoreDep, caller: CallerDep,
+    event: Annotated[str, PathParameter(max_length=40, description="The hook event: stop.")],
+    cap: Annotated[int, QueryParameter(ge=1, le=100, description=(
         "Refused stops in a row before the agent may stop anyway."))] = hooks.DEFAULT_STOP_CAP,
 ) -> shapes.HookAnswer:
     decide = DECIDERS.get(event.lower())
@@ -59,7 +60,7 @@ async def claude_hook(
     return await to_thread.run_sync(decide, store, caller, body, cap)
 
 
-def claude_stop(store: Store, caller: Grant, body: bytes, cap: int) -> shapes.HookAnswer:
+def claude_stop(store: StoreDep, caller: CallerDep, body: bytes, cap: int) -> shapes.HookAnswer:
     try:
         stop = msgspec.json.decode(body, type=ClaudeStop)
     except msgspec.DecodeError as exc:
@@ -87,7 +88,7 @@ def counts(caller: Grant, packet: Packet) -> bool:
     return True
 
 
-def _capped(store: Store, caller: Grant, packet: Packet, decision: hooks.StopDecision,
+def _capped(store: StoreDep, caller: CallerDep, packet: Packet, decision: hooks.StopDecision,
             cap: int) -> hooks.StopDecision:
     """As `waypost hook` counts: past `cap` refusals in a row, a named blocker, and the
     agent may stop."""

@@ -7,6 +7,7 @@ from typing import Any, Final
 
 from litestar import Request
 from litestar.connection import ASGIConnection
+from litestar.di import NamedDependency
 
 from waypost.errors import Unauthenticated
 from waypost.model import Grant
@@ -36,7 +37,7 @@ def _bounded(secret: str) -> str:
     return secret
 
 
-def caller(request: Request[Any, Any, Any], store: Store) -> Grant:
+def caller(request: Request[Any, Any, Any], store: NamedDependency[Store]) -> Grant:
     """The grant of the token the request carries (401 without one, or with a token that is
     unknown, expired or revoked)."""
     from waypost import tokens

@@ -13,8 +13,17 @@ from litestar.openapi.datastructures import ResponseSpec
 
 from waypost import errors
 
+
+class TooLarge(errors.InvalidInput):
+    """The request body is larger than the server takes."""
+
+    code = "too_large"
+
+
 # Most specific first: the first class an error is an instance of decides its status.
 STATUSES: Final[tuple[tuple[type[errors.WaypostError], int], ...]] = (
+    (TooLarge, 413),
+    (errors.Unauthenticated, 401),
     (errors.NotAuthorized, 403),
     (errors.IllegalTransition, 409),
     (errors.RuleViolation, 409),
@@ -43,18 +52,7 @@ class ErrorDocument(msgspec.Struct, frozen=True, kw_only=True):
     error: ErrorBody
 
 
-class TooLarge(errors.InvalidInput):
-    """The request body is larger than the server takes."""
-
-    code = "too_large"
-
-
 def status_of(exc: errors.WaypostError) -> int:
-    if isinstance(exc, TooLarge):
-        return 413
-    unauthenticated = getattr(errors, "Unauthenticated", None)
-    if unauthenticated is not None and isinstance(exc, unauthenticated):
-        return 401
     return next((status for cls, status in STATUSES if isinstance(exc, cls)), 500)
 
 
@@ -66,8 +64,7 @@ def waypost_error(_: Request[Any, Any, Any], exc: errors.WaypostError
                   ) -> Response[ErrorDocument]:
     status = status_of(exc)
     headers = {"Retry-After": "1"} if status == 503 else None
-    code = exc.code if status != 401 else "unauthenticated"
-    return Response(document(code, exc.message, exc.hint), status_code=status,
+    return Response(document(exc.code, exc.message, exc.hint), status_code=status,
                     headers=headers)
 
 

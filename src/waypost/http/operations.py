@@ -5,6 +5,7 @@ a rule of its own; the HTTP routes only read requests into these calls."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 from waypost import runs
@@ -235,17 +236,12 @@ def review(store: Store, caller: Caller, config: ServerConfig, run_id: str) -> s
                            gates=list(report.gates), packet=observe_run(store, packet))
 
 
+@functools.cache
 def empty_dir() -> str:
     """An empty folder of this process's own (made once, left empty)."""
-    global _EMPTY
-    if _EMPTY is None:
-        import tempfile
+    import tempfile
 
-        _EMPTY = tempfile.mkdtemp(prefix="waypost-review-")
-    return _EMPTY
-
-
-_EMPTY: str | None = None
+    return tempfile.mkdtemp(prefix="waypost-review-")
 
 
 def approve(store: Store, caller: Caller, run_id: str, body: shapes.ApproveBody) -> shapes.Moved:
