@@ -11,9 +11,10 @@ from litestar.datastructures import State
 from litestar.di import Provide
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.plugins import JsonRenderPlugin, YamlRenderPlugin
+from litestar.openapi.spec import Schema
 from litestar.types import ControllerRouterHandler
 
-from waypost.http import auth, board
+from waypost.http import auth, board, shapes
 from waypost.http.api_commands import CommandsController
 from waypost.http.api_files import ArtifactsController
 from waypost.http.api_hooks import claude_hook
@@ -30,16 +31,17 @@ def create_app(config: ServerConfig, *, store: Store | None = None) -> Litestar:
 
     @asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
-        opened = store if store is not None else open_store(config.store_url)
-        app.state.store = opened
+        if store is not None:  # the caller's, and already in the state
+            yield
+            return
+        app.state.store = opened = open_store(config.store_url)
         try:
             yield
         finally:
-            if store is None:
-                opened.close()
+            opened.close()
 
     handlers: list[ControllerRouterHandler] = [*api_handlers(config), *board.handlers(config)]
-    return Litestar(
+    app = Litestar(
         route_handlers=handlers,
         lifespan=[lifespan],
         dependencies={"store": Provide(store_of, sync_to_thread=False),
@@ -50,8 +52,28 @@ def create_app(config: ServerConfig, *, store: Store | None = None) -> Litestar:
         openapi_config=OpenAPIConfig(
             title="waypost", version="1", path=SCHEMA_PATH,
             render_plugins=[JsonRenderPlugin(), YamlRenderPlugin()]),
-        state=State({"config": config}),
+        state=State({"config": config, **({"store": store} if store is not None else {})}),
     )
+    closed_bodies(app)
+    return app
+
+
+def closed_bodies(app: Litestar) -> None:
+    """Say in the document what the bodies are: closed (msgspec refuses an unknown field,
+    so a client, and schemathesis, must not send one)."""
+    bodies = {cls.__name__ for cls in _subclasses(shapes.Body)}
+    components = app.openapi_schema.components.schemas or {}
+    for name, schema in components.items():
+        if name in bodies and isinstance(schema, Schema):
+            schema.additional_properties = False
+
+
+def _subclasses(cls: type) -> list[type]:
+    found: list[type] = [cls]
+    subclasses: list[type] = cls.__subclasses__()
+    for sub in subclasses:
+        found += _subclasses(sub)
+    return found
 
 
 def store_of(state: State) -> Store:
