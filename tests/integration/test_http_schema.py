@@ -26,7 +26,6 @@ from waypost import tokens
 from waypost.http.app import create_app
 from waypost.http.settings import ServerConfig
 
-
 # The schema is read when the tests are collected (schemathesis' lazy `from_fixture` does
 # not run under pytest 9), so the store and the app are the module's.
 FOLDER = tempfile.TemporaryDirectory(prefix="waypost-schema-")
