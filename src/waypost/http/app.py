@@ -19,11 +19,12 @@ from waypost.http.api_commands import CommandsController
 from waypost.http.api_files import ArtifactsController
 from waypost.http.api_hooks import claude_hook
 from waypost.http.api_runs import RunsController, a2a_task
+from waypost.http.docs import PlainDocs
 from waypost.http.errors import HANDLERS
 from waypost.http.settings import ServerConfig
 from waypost.store import Store, open_store
 
-SCHEMA_PATH = "/schema"  # /schema/openapi.json and /schema/openapi.yaml; no CDN-loaded UI
+SCHEMA_PATH = "/schema"  # the reference (HTML), /schema/openapi.json and .yaml; no CDN
 
 
 def create_app(config: ServerConfig, *, store: Store | None = None) -> Litestar:
@@ -51,7 +52,7 @@ def create_app(config: ServerConfig, *, store: Store | None = None) -> Litestar:
         request_max_body_size=config.max_json_body,
         openapi_config=OpenAPIConfig(
             title="waypost", version="1", path=SCHEMA_PATH,
-            render_plugins=[JsonRenderPlugin(), YamlRenderPlugin()]),
+            render_plugins=[PlainDocs(), JsonRenderPlugin(), YamlRenderPlugin()]),
         state=State({"config": config, **({"store": store} if store is not None else {})}),
     )
     closed_bodies(app)
