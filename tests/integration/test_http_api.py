@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import waypost
-from tests.helpers import dump_store
+from tests.helpers import Cli, dump_store
 from tests.http_support import Api, issue, serving
 from waypost.config import Config
 
@@ -314,3 +314,10 @@ def test_hostile_bodies_never_get_a_5xx(store_path: Path) -> None:
                 assert set(answer.json()["error"]) == {"code", "message", "hint"}
 
         probe()
+
+
+def test_serve_refuses_an_open_board_off_loopback_before_it_listens(cli: Cli) -> None:
+    cli.ok("init")
+    refused = cli("serve", "--host", "0.0.0.0", "--open", "--port", "0")
+    assert refused.code == 2
+    assert "loopback" in refused.err
