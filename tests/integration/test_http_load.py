@@ -4,6 +4,7 @@ heartbeat that got a 2xx is in the store afterwards, and `verify` is clean."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -17,6 +18,7 @@ import httpx
 import pytest
 
 import waypost
+from tests import pg
 from tests.http_support import issue, serve_process
 from waypost.events import Heartbeat
 
@@ -50,15 +52,15 @@ class Client:
                     self.errors.append(f"{response.status_code}: {response.text[:200]}")
 
 
-def clients(store_path: Path) -> list[Client]:
+def clients(store_path: str) -> list[Client]:
     made = []
-    with waypost.open_store(str(store_path)) as store:
+    with waypost.open_store(store_path) as store:
         for n in range(CLIENTS):
             run, _ = waypost.start(store, f"load {n}", actor="alice", owner="alice",
                                    target="none:", worker=f"worker-{n}")
             made.append(Client(run.id, ""))
     for client, n in zip(made, range(CLIENTS), strict=True):
-        client.token = issue(str(store_path), f"worker-{n}", "worker", run_id=client.run)
+        client.token = issue(store_path, f"worker-{n}", "worker", run_id=client.run)
     return made
 
 
@@ -72,11 +74,17 @@ def run_all(team: list[Client], url: str, seconds: float,
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
 def test_fifty_clients_heartbeat_without_errors_and_a_killed_server_loses_no_ack(
-        tmp_path: Path) -> None:
-    store_path = tmp_path / "w.db"
+        backend: str, tmp_path: Path) -> None:
+    with pg.fresh_schema() if backend == "postgres" else contextlib.nullcontext(
+            str(tmp_path / "w.db")) as url:
+        heartbeat_and_kill(url)
+
+
+def heartbeat_and_kill(store_path: str) -> None:
     team = clients(store_path)
-    with serve_process(str(store_path)) as (_, url):
+    with serve_process(store_path) as (_, url):
         began = time.monotonic()
         for thread in run_all(team, url, SECONDS, threading.Event()):
             thread.join(SECONDS + 60)
@@ -84,11 +92,12 @@ def test_fifty_clients_heartbeat_without_errors_and_a_killed_server_loses_no_ack
     assert [e for c in team for e in c.errors] == []
     beats = sum(len(c.acknowledged) for c in team)
     assert beats > CLIENTS
-    print(f"{beats / elapsed:.0f} heartbeats/s over HTTP, {CLIENTS} clients")
+    backend = "postgresql" if "://" in store_path else "sqlite"
+    print(f"{beats / elapsed:.0f} heartbeats/s over HTTP, {CLIENTS} clients, {backend}")
 
     for client in team:
         client.acknowledged.clear()
-    with serve_process(str(store_path)) as (server, url):
+    with serve_process(store_path) as (server, url):
         stop = threading.Event()
         threads = run_all(team, url, SECONDS, stop)
         time.sleep(SECONDS / 2)
@@ -98,12 +107,12 @@ def test_fifty_clients_heartbeat_without_errors_and_a_killed_server_loses_no_ack
         for thread in threads:
             thread.join(60)
     assert sum(len(c.acknowledged) for c in team) > CLIENTS
-    with waypost.open_store(str(store_path)) as store:
+    with waypost.open_store(store_path) as store:
         for client in team:
             stored = {e.data.note for e in store.events(client.run)
                       if isinstance(e.data, Heartbeat)}
             assert set(client.acknowledged) <= stored, client.run
     verify = subprocess.run([sys.executable, "-m", "waypost", "verify"],
-                            env={**os.environ, "WAYPOST_URL": str(store_path)},
+                            env={**os.environ, "WAYPOST_URL": store_path},
                             capture_output=True, text=True, timeout=120, check=False)
     assert verify.returncode == 0, verify.stdout + verify.stderr
