@@ -163,8 +163,26 @@ def test_cursor_paging_lists_every_run_once_while_runs_change(owner: Api) -> Non
             break
     assert sorted(seen) == sorted(started)
     assert len(seen) == len(started)
-    filtered = owner.get("/api/runs", state=["blocked"]).json()["runs"]
-    assert filtered == []
+    blocked = sorted(started)[:3]
+    for run in blocked:
+        owner.ok(f"/api/runs/{run}/block", {"kind": "other", "detail": "the disk is full"})
+    assert page_ids(owner, limit=2, state=["blocked"]) == sorted(blocked, reverse=True)
+    assert page_ids(owner, limit=2, state=["blocked", "in_progress"], owner="alice") == \
+        sorted(started, reverse=True)
+    assert page_ids(owner, limit=5, owner="bob") == []
+
+
+def page_ids(api: Api, **params: object) -> list[str]:
+    """Every id the listing pages through, following `next_cursor`."""
+    seen: list[str] = []
+    cursor = None
+    for _ in range(20):
+        page = api.get("/api/runs", **params, **({"cursor": cursor} if cursor else {})).json()
+        seen += [p["id"] for p in page["runs"]]
+        cursor = page["next_cursor"]
+        if cursor is None:
+            return seen
+    raise AssertionError("the pages did not end")
 
 
 def test_events_page_in_order(owner: Api) -> None:
