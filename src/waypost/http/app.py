@@ -1,0 +1,105 @@
+"""The ASGI application: the JSON API, the board and the host-hook endpoint, over one store
+opened when the server starts and closed when it stops."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from litestar import Litestar
+from litestar.datastructures import State
+from litestar.di import Provide
+from litestar.openapi import OpenAPIConfig
+from litestar.openapi.plugins import JsonRenderPlugin, YamlRenderPlugin
+from litestar.openapi.spec import Schema
+from litestar.types import ControllerRouterHandler
+
+from waypost.http import auth, board, shapes
+from waypost.http.api_commands import CommandsController
+from waypost.http.api_files import ArtifactsController
+from waypost.http.api_hooks import claude_hook
+from waypost.http.api_runs import RunsController, a2a_task
+from waypost.http.docs import PlainDocs
+from waypost.http.errors import HANDLERS
+from waypost.http.settings import ServerConfig
+from waypost.store import Store, open_store
+
+SCHEMA_PATH = "/schema"  # the reference (HTML), /schema/openapi.json and .yaml; no CDN
+
+
+def create_app(config: ServerConfig, *, store: Store | None = None) -> Litestar:
+    """The app serving `config.store_url` (or `store`, which the caller then closes)."""
+
+    @asynccontextmanager
+    async def lifespan(app: Litestar) -> AsyncIterator[None]:
+        if store is not None:  # the caller's, and already in the state
+            yield
+            return
+        app.state.store = opened = open_store(config.store_url)
+        try:
+            yield
+        finally:
+            opened.close()
+
+    handlers: list[ControllerRouterHandler] = [*api_handlers(config), *board.handlers(config)]
+    app = Litestar(
+        route_handlers=handlers,
+        lifespan=[lifespan],
+        dependencies={"store": Provide(store_of, sync_to_thread=False),
+                      "config": Provide(lambda: config, sync_to_thread=False),
+                      "caller": Provide(auth.caller, sync_to_thread=True)},
+        exception_handlers=HANDLERS,  # type: ignore[arg-type]
+        request_max_body_size=config.max_json_body,
+        openapi_config=OpenAPIConfig(
+            title="waypost", version="1", path=SCHEMA_PATH,
+            render_plugins=[PlainDocs(), JsonRenderPlugin(), YamlRenderPlugin()]),
+        state=State({"config": config, **({"store": store} if store is not None else {})}),
+    )
+    closed_bodies(app)
+    return app
+
+
+def closed_bodies(app: Litestar) -> None:
+    """Say in the document what the bodies are: closed (msgspec refuses an unknown field,
+    so a client, and schemathesis, must not send one)."""
+    bodies = {cls.__name__ for cls in _subclasses(shapes.Body)}
+    components = app.openapi_schema.components.schemas or {}
+    for name, schema in components.items():
+        if name in bodies and isinstance(schema, Schema):
+            schema.additional_properties = False
+
+
+def _subclasses(cls: type) -> list[type]:
+    found: list[type] = [cls]
+    subclasses: list[type] = cls.__subclasses__()
+    for sub in subclasses:
+        found += _subclasses(sub)
+    return found
+
+
+def listening_socket(host: str, port: int) -> socket.socket:
+    """A TCP socket listening on host:port (0: any free port). Made with its protocol named
+    (IPPROTO_TCP), as asyncio requires before it sets TCP_NODELAY on the connections:
+    without it, a small answer written in two parts waits ~40 ms for a delayed ACK."""
+    family, kind, proto, _, address = socket.getaddrinfo(
+        host, port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP,
+        flags=socket.AI_PASSIVE)[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(2048)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+def store_of(state: State) -> Store:
+    store: Store = state.store
+    return store
+
+
+def api_handlers(config: ServerConfig) -> list[ControllerRouterHandler]:
+    return [RunsController, CommandsController, ArtifactsController, a2a_task, claude_hook]
