@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import enum
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Collection, Sequence
 from datetime import datetime
 from types import TracebackType
 from typing import Self, TypeVar
-
-import msgspec
 
 from waypost.core.writes import Deferral, Due, RunWrite, Snapshot
 from waypost.errors import InvalidInput, StaleLease, StoreError, VersionConflict
@@ -23,6 +20,13 @@ from waypost.model import (
     RelayInfo,
     State,
     Watcher,
+)
+from waypost.store.records import (
+    Diagnosis,
+    Pruned,
+    SchemaState,
+    Status,
+    SweeperLock,
 )
 from waypost.store.rows import Skipped
 
@@ -76,77 +80,6 @@ def lost_lease(current: Delivery, relay: str) -> StaleLease:
     )
 
 
-class SchemaState(msgspec.Struct, frozen=True, kw_only=True):
-    version: int  # the newest migration applied to the store
-    latest: int  # the newest migration this waypost ships
-    # the migrations this process applied when it opened the store; None on SQLite, which
-    # upgrades itself on open
-    applied_now: tuple[int, ...] | None = None
-    # the oldest schema whose waypost may still write to the store (None: it does not say)
-    min_writer: int | None = None
-
-
-class Status(enum.StrEnum):
-    OK = "ok"  # as it should be
-    WARN = "warn"  # works, but look at it
-    FAIL = "fail"  # needs fixing: doctor exits 1
-
-
-class Diagnosis(msgspec.Struct, frozen=True, kw_only=True):
-    """One thing `waypost doctor` checked, and what it found."""
-
-    name: str
-    status: Status
-    detail: str
-
-
-class Pruned(msgspec.Struct, frozen=True, kw_only=True):
-    """What `Store.prune` removed."""
-
-    runs: int
-    events: int
-    deliveries: int  # outbox rows
-    blobs: int
-    blob_bytes: int
-
-
-class SweeperLock(ABC):
-    """The right to sweep one scope of a store (every run, or one owner's runs).
-
-    Where several hosts share a store, at most one watcher per scope holds it at a time (the
-    active sweeper); the others stay registered as standbys and retry every interval.
-    """
-
-    @abstractmethod
-    def try_acquire(self) -> bool:
-        """Take the lock if nobody holds it, never waiting. True while this holder has it:
-        each call checks that a hold taken earlier is still in force."""
-
-    @abstractmethod
-    def take_over(self) -> bool:
-        """End whoever holds the lock and take it; True when taken. Only for a holder whose
-        registration has lapsed: it is stuck, or its host is gone."""
-
-    @abstractmethod
-    def close(self) -> None:
-        """Give the lock up, if held, and release what keeps it."""
-
-
-class AlwaysHeld(SweeperLock):
-    """The sweeper lock of a store on one machine, which every watcher holds at once: its
-    writes serialise, and sweeps that overlap still record each condition once (the machine
-    refuses a second record), so nothing needs one sweeper at a time."""
-
-    def try_acquire(self) -> bool:
-        return True
-
-    def take_over(self) -> bool:
-        return True
-
-    def close(self) -> None:
-        pass
-
-
 class Store(ABC):
     """Where packets, their events and blobs live. Every write is one durable transaction."""
 
@@ -167,9 +100,15 @@ class Store(ABC):
         """The id of the newest run started for this agent-host session, or None."""
 
     @abstractmethod
-    def count_stop_block(self, run_id: str, *, reset: bool = False) -> int:
+    def count_stop_block(self, run_id: str, *, reset: bool = False,
+                         turn: str | None = None) -> int:
         """Add one to the run's count of consecutive stop-hook refusals and return it; with
-        `reset`, set it to 0 (and return 0). NotFound for no such run."""
+        `reset`, set it to 0 (and return 0). With `turn` (what names the host's turn,
+        `hooks.turn_key`: a few hundred characters at most), a stop of the turn counted
+        last is not counted again and the count is returned as it stands: one stop
+        delivered twice (Cursor runs its own hooks and Claude Code's) counts once, however
+        the two race. The turn is kept as a store setting (`stop_turn_setting`) until the
+        count is reset. NotFound for no such run."""
 
     @abstractmethod
     def load(self, run_id: str) -> Snapshot:
@@ -222,7 +161,9 @@ class Store(ABC):
     def changes_since(self, cursor: int, *, limit: int = 500) -> tuple[list[Packet], int]:
         """The packets of runs written at or past `cursor`, as they stand, in commit order,
         at most about `limit` of them; and the cursor to ask with next. A run written again
-        comes again; nothing committed at or past `cursor` is ever skipped."""
+        comes again; nothing committed at or past `cursor` is ever skipped. A change may
+        come more than once (PostgreSQL, while an older transaction is still open on the
+        server): a reader keeps the newest version it has seen of each run."""
 
     # --- bearer tokens (only a hash of a secret is stored) ----------------------------
 
