@@ -14,6 +14,7 @@ from pydantic import Field
 from waypost import model
 from waypost.config import Config
 from waypost.core import access
+from waypost.core.targets import FORMS
 from waypost.mcp.answers import add_tools, answer, as_json
 from waypost.mcp.session import Session
 from waypost.mcp.shapes import TEXT_CEILING, Approved, Moved, Retargeted, Reviewed, RunId
@@ -128,7 +129,7 @@ def _retarget(session: Session) -> Any:
     def retarget(
         run: RunId,
         target: Annotated[str | None, Field(max_length=2_000, description=(
-            "The new final target URI: file:PATH, https://…, exec:CMD or none:."))] = None,
+            f"The new final target URI: {FORMS}."))] = None,
         notify: Annotated[str | None, Field(max_length=2_000, description=(
             "The new notify URI."))] = None,
         accept_duplicate: Annotated[bool, Field(description=(

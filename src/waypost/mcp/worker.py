@@ -14,6 +14,7 @@ from pydantic import Field
 from waypost import model, runs
 from waypost.core import access
 from waypost.core.access import Operation
+from waypost.core.targets import FORMS
 from waypost.durations import parse_deadline, parse_duration, utcnow
 from waypost.mcp import outputs
 from waypost.mcp.answers import add_tools, answer
@@ -66,8 +67,8 @@ def _start(session: Session) -> Any:
         title: Annotated[str, Field(min_length=1, max_length=TEXT_CEILING,
                                     description="What the work is, in one line.")],
         target: Annotated[str | None, Field(max_length=2_000, description=(
-            "Where the final result goes once approved: file:PATH, https://…, exec:CMD or "
-            "none: (nobody is told). Required for long_running work."))] = None,
+            f"Where the final result goes once approved: {FORMS} (none: tells nobody). "
+            "Required for long_running work."))] = None,
         owner: Annotated[str | None, Field(max_length=200, description=(
             "Who reviews and approves [default: this server's actor]."))] = None,
         notify: Annotated[str | None, Field(max_length=2_000, description=(
