@@ -396,3 +396,19 @@ def test_review_answers_within_the_servers_limit_when_a_gate_runs_long(tmp_path:
             assert gates["slow"]["verdict"] == "failed"
 
     drive(scenario)
+
+
+def test_a_command_check_answers_within_the_servers_limit(tmp_path: Path) -> None:
+    store = tmp_path / "w.db"
+
+    async def scenario() -> None:
+        async with server(store, "alice", "--evidence-limit", "2s") as alice:
+            run = (await call(alice, "checkpoint_start", title="Slow check",
+                              target="none:"))["run"]
+            with anyio.fail_after(30):
+                checked = await call(alice, "check_evidence", run=run, check=(
+                    f"command:{sys.executable} -c \"import time; time.sleep(60)\""))
+            assert checked["evidence"]["verdict"] == "failed"
+            assert "timeout" in checked["evidence"]["summary"]
+
+    drive(scenario)

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
+import msgspec
 from mcp.types import CallToolResult
 from pydantic import Field
 
@@ -159,7 +160,10 @@ def _check_evidence(session: Session) -> Any:
                     access.check_remote_check(check, store.get(run),
                                               allow_exec=session.remote.allow_exec,
                                               outbound=session.remote.outbound)
-                packet = handle.check(check, config=session.config)
+                # a command: check answers within the tool's limit, as run_evidence does
+                limit = min(session.config.evidence_timeout, session.evidence_limit)
+                packet = handle.check(check, config=msgspec.structs.replace(
+                    session.config, evidence_timeout=limit))
             return {"run": run, "evidence": _plain(packet.evidence[-1]),
                     "next": "mark_ready when the evidence shows the work is done"}
 
