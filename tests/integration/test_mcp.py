@@ -288,7 +288,7 @@ def test_the_sdk_is_the_sdk_inside_waypost_mcp() -> None:
     from waypost.mcp import server as module
     from waypost.mcp.session import Session
 
-    built = module.build(Session(store_url=None, actor="bob", config=Config()))
+    built = module.build(Session(store_url=None, server_actor="bob", config=Config()))
     assert type(built).__mro__[1].__module__.startswith("mcp.server.")
 
 
@@ -373,5 +373,42 @@ def test_runs_started_by_a_claude_code_server_carry_its_session(tmp_path: Path) 
         with model_store(store) as opened:
             assert opened.session_run("sess-42") == inherited
             assert opened.session_run("sess-7") == named
+
+    drive(scenario)
+
+
+def test_review_answers_within_the_servers_limit_when_a_gate_runs_long(tmp_path: Path) -> None:
+    """A gate whose command outlives the tool's time limit fails with the reason; the
+    review tool answers instead of holding the host past its own timeout."""
+    store = tmp_path / "w.db"
+    sleeper = f"command:{sys.executable} -c \"import time; time.sleep(60)\""
+
+    async def scenario() -> None:
+        async with server(store, "alice", "--evidence-limit", "2s") as alice:
+            run = (await call(alice, "checkpoint_start", title="Slow gate", target="none:",
+                              gates=[f"slow={sleeper}"]))["run"]
+            await call(alice, "skip_evidence", run=run, kind="test", reason="no tests here")
+            await call(alice, "mark_ready", run=run, summary="done")
+            with anyio.fail_after(30):
+                reviewed = await call(alice, "review", run=run)
+            assert reviewed["approvable"] is False
+            gates = {g["gate"]: g for g in reviewed["report"]["gates"]}
+            assert gates["slow"]["verdict"] == "failed"
+
+    drive(scenario)
+
+
+def test_a_command_check_answers_within_the_servers_limit(tmp_path: Path) -> None:
+    store = tmp_path / "w.db"
+
+    async def scenario() -> None:
+        async with server(store, "alice", "--evidence-limit", "2s") as alice:
+            run = (await call(alice, "checkpoint_start", title="Slow check",
+                              target="none:"))["run"]
+            with anyio.fail_after(30):
+                checked = await call(alice, "check_evidence", run=run, check=(
+                    f"command:{sys.executable} -c \"import time; time.sleep(60)\""))
+            assert checked["evidence"]["verdict"] == "failed"
+            assert "timeout" in checked["evidence"]["summary"]
 
     drive(scenario)

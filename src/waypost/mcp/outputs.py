@@ -9,10 +9,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
+import msgspec
 from mcp.types import CallToolResult
 from pydantic import Field
 
 from waypost import model, runs
+from waypost.core import access
 from waypost.errors import InvalidInput
 from waypost.mcp.answers import answer, as_json
 from waypost.mcp.session import Session
@@ -58,6 +60,9 @@ def _add_artifact(session: Session) -> Any:
             limit = session.config.max_artifact_bytes
             with session.store() as store:
                 handle = session.run(store, run)
+                if path is not None and not path.startswith(("http://", "https://")):
+                    session.local_only(f"add_artifact reads {path[:80]!r} from this "
+                                       "server's files (give content= instead)")
                 if path is not None:
                     packet = handle.add_artifact(path, role=model.ArtifactRole(role),
                                                  name=name, max_bytes=limit)
@@ -120,7 +125,10 @@ def _run_evidence(session: Session) -> Any:
                     hint=f"run it in your shell: waypost evidence run {shlex.quote(run)} -- "
                     f"{shlex.join(command)}")
             with session.store() as store:
-                packet = session.run(store, run).record_command(
+                handle = session.run(store, run)
+                session.local_only(f"run_evidence would run {shlex.join(command)[:80]!r} "
+                                   "on this server")
+                packet = handle.record_command(
                     command, kind=model.EvidenceKind(kind), timeout=wanted,
                     tail_bytes=session.config.output_tail_bytes,
                     max_output=session.config.max_output_bytes)
@@ -147,7 +155,15 @@ def _check_evidence(session: Session) -> Any:
 
         def work() -> dict[str, Any]:
             with session.store() as store:
-                packet = session.run(store, run).check(check, config=session.config)
+                handle = session.run(store, run)
+                if session.remote is not None:
+                    access.check_remote_check(check, store.get(run),
+                                              allow_exec=session.remote.allow_exec,
+                                              outbound=session.remote.outbound)
+                # a command: check answers within the tool's limit, as run_evidence does
+                limit = min(session.config.evidence_timeout, session.evidence_limit)
+                packet = handle.check(check, config=msgspec.structs.replace(
+                    session.config, evidence_timeout=limit))
             return {"run": run, "evidence": _plain(packet.evidence[-1]),
                     "next": "mark_ready when the evidence shows the work is done"}
 

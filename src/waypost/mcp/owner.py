@@ -6,13 +6,19 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
+import msgspec
 from mcp.server import MCPServer
 from mcp.types import CallToolResult
 from pydantic import Field
 
+from waypost import model
+from waypost.config import Config
+from waypost.core import access
+from waypost.core.targets import FORMS
 from waypost.mcp.answers import add_tools, answer, as_json
 from waypost.mcp.session import Session
 from waypost.mcp.shapes import TEXT_CEILING, Approved, Moved, Retargeted, Reviewed, RunId
+from waypost.mcp.worker import remote_uris
 
 Reason = Annotated[str, Field(min_length=1, max_length=TEXT_CEILING)]
 
@@ -22,16 +28,33 @@ def register(server: MCPServer, session: Session) -> None:
                        _cancel(session), _retarget(session)))
 
 
+def bounded(session: Session, packet: model.Packet) -> Config:
+    """The config a review runs its gates under here: the gates that run a command or reach
+    a URL share the tool's time limit, so the call answers within it (a gate cut short is
+    recorded as failed, with the reason; `waypost review` in a shell has no such limit)."""
+    slow = sum(1 for g in packet.gates if g.check.strip().startswith(("command:", "http:")))
+    share = session.evidence_limit / max(slow, 1)
+    return msgspec.structs.replace(
+        session.config, evidence_timeout=min(session.config.evidence_timeout, share))
+
+
 def _review(session: Session) -> Any:
     def review(run: RunId) -> Annotated[CallToolResult, Reviewed]:
         """Owner: re-run every gate of a ready_for_review run here, re-verify its
-        artifacts, and record each verdict as rechecked evidence. Returns whether it is
+        artifacts, and record each verdict as rechecked evidence. Gates that run commands
+        share this server's time limit (default 20 s): one cut short fails, and the owner
+        re-runs `waypost review RUN` in a shell. Returns whether it is
         approvable and each gate's verdict. Next: approve if approvable; else
         request_changes with the reasons (or approve with waivers, owner only)."""
 
         def work() -> dict[str, Any]:
             with session.store() as store:
-                _, report = session.run(store, run).review(config=session.config)
+                handle = session.run(store, run)
+                if session.remote is not None:
+                    access.check_remote_review(store.get(run),
+                                               allow_exec=session.remote.allow_exec,
+                                               outbound=session.remote.outbound)
+                _, report = handle.review(config=bounded(session, store.get(run)))
             step = ("approve" if report.approvable else
                     "request_changes with the failed gates, or approve with waivers")
             return {"run": run, "approvable": report.approvable, "report": as_json(report),
@@ -106,7 +129,7 @@ def _retarget(session: Session) -> Any:
     def retarget(
         run: RunId,
         target: Annotated[str | None, Field(max_length=2_000, description=(
-            "The new final target URI: file:PATH, https://…, exec:CMD or none:."))] = None,
+            f"The new final target URI: {FORMS}."))] = None,
         notify: Annotated[str | None, Field(max_length=2_000, description=(
             "The new notify URI."))] = None,
         accept_duplicate: Annotated[bool, Field(description=(
@@ -119,8 +142,10 @@ def _retarget(session: Session) -> Any:
 
         def work() -> dict[str, Any]:
             with session.store() as store:
-                packet = session.run(store, run).retarget(
-                    target, notify, accept_duplicate, config=session.config)
+                handle = session.run(store, run)
+                remote_uris(session, target=target, notify=notify)
+                packet = handle.retarget(target, notify, accept_duplicate,
+                                         config=session.config)
             return {"run": run, "state": packet.state, "target": packet.target,
                     "notify": packet.notify, "next": "nothing more is needed for the target"}
 

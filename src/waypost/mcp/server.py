@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from mcp.server import MCPServer
+from mcp.server.lowlevel.helper_types import ReadResourceContents
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.types import CallToolResult, InputRequiredResult
+from pydantic import AnyUrl
 
+from waypost.core.access import Operation
 from waypost.errors import InvalidInput, WaypostError
 from waypost.mcp import owner, worker
-from waypost.mcp.session import Session
-from waypost.model import TERMINAL, State, to_json
+from waypost.mcp.session import CALL, OPERATION_OF_TOOL, Call, Session
+from waypost.model import TERMINAL, Grant, State, to_json
+
+GRANT_KEY = "waypost.grant"  # where the HTTP gate leaves the request's grant in its scope
 
 INSTRUCTIONS = """\
 waypost keeps a checkpoint packet for long-running work, outside your memory: state,
@@ -26,11 +32,14 @@ Every refusal says why and names the tool to call next."""
 
 class WaypostServer(MCPServer):
     """The SDK's server, whose own refusals (arguments that do not fit a tool's input
-    schema, an unknown tool) end with the tool to call next, as waypost's do."""
+    schema, an unknown tool) end with the tool to call next, as waypost's do. Each call
+    runs with who asked (`session.CALL`: over HTTP, the grant of the request's token)."""
 
     async def call_tool(self, name: str, arguments: dict[str, Any],
                         context: Context[Any, Any] | None = None,
                         ) -> CallToolResult | InputRequiredResult:
+        operation = OPERATION_OF_TOOL.get(name, Operation.READ)
+        token = CALL.set(Call(grant=_grant(context), operation=operation))
         try:
             return await super().call_tool(name, arguments, context)
         except UnexpectedToolError:
@@ -39,6 +48,29 @@ class WaypostServer(MCPServer):
             known = self._tool_manager.get_tool(name) is not None
             step = f"{name} (again, with corrected arguments)" if known else "checkpoint_status"
             raise ToolError(f"{exc}\nnext tool: {step}") from exc.__cause__
+        finally:
+            CALL.reset(token)
+
+    async def read_resource(self, uri: AnyUrl | str, context: Context[Any, Any] | None = None,
+                            ) -> Iterable[ReadResourceContents] | InputRequiredResult:
+        token = CALL.set(Call(grant=_grant(context), operation=Operation.READ))
+        try:
+            return await super().read_resource(uri, context)
+        finally:
+            CALL.reset(token)
+
+
+def _grant(context: Context[Any, Any] | None) -> Grant | None:
+    """The grant the HTTP gate found for this request's token (None over stdio)."""
+    if context is None:
+        return None
+    try:
+        request = context.request_context.request
+    except ValueError:  # no request: called in-process
+        return None
+    scope = getattr(request, "scope", None)
+    found = scope.get(GRANT_KEY) if isinstance(scope, dict) else None
+    return found if isinstance(found, Grant) else None
 
 
 def build(session: Session) -> MCPServer:
@@ -65,7 +97,9 @@ def _resources(server: MCPServer, session: Session) -> None:
     def packet(run_id: str) -> str:
         try:
             with session.store() as store:
-                return to_json(observe_run(store, store.get(run_id))).decode()
+                found = store.get(run_id)
+                session.permit(packet=found)
+                return to_json(observe_run(store, found)).decode()
         except WaypostError as exc:
             raise refused(exc) from exc
 
@@ -77,7 +111,9 @@ def _resources(server: MCPServer, session: Session) -> None:
 
         try:
             with session.store() as store:
-                found = handoff.brief(store.get(run_id), store.events(run_id))
+                packet = store.get(run_id)
+                session.permit(packet=packet)
+                found = handoff.brief(packet, store.events(run_id))
         except WaypostError as exc:
             raise refused(exc) from exc
         return handoff.brief_text(found, utcnow())
@@ -88,9 +124,10 @@ def _resources(server: MCPServer, session: Session) -> None:
     def board() -> str:
         active = [s for s in State if s not in TERMINAL]
         try:
+            session.permit(Operation.LIST)
             with session.store() as store:
-                packets = observe_runs(store, store.list_runs(states=active, limit=100),
-                                       utcnow())
+                listed = session.visible(store.list_runs(states=active, limit=100))
+                packets = observe_runs(store, listed, utcnow())
         except WaypostError as exc:
             raise refused(exc) from exc
         return to_json({"runs": packets}).decode()

@@ -12,6 +12,9 @@ from mcp.types import CallToolResult
 from pydantic import Field
 
 from waypost import model, runs
+from waypost.core import access
+from waypost.core.access import Operation
+from waypost.core.targets import FORMS
 from waypost.durations import parse_deadline, parse_duration, utcnow
 from waypost.mcp import outputs
 from waypost.mcp.answers import add_tools, answer
@@ -40,6 +43,18 @@ def register(server: MCPServer, session: Session) -> None:
                        _ready(session), _resume(session)))
 
 
+def remote_uris(session: Session, *, target: str | None, notify: str | None,
+                gates: list[str] | None = None) -> None:
+    """Over HTTP: a target or notice URL reaches only the outbound allow-list's hosts, an
+    exec: target runs only with --allow-exec, and so do gates' http: checks."""
+    if session.remote is None:
+        return
+    for uri, name in ((target, "target"), (notify, "notify target")):
+        access.check_remote_uri(uri, name, outbound=session.remote.outbound,
+                                allow_exec=session.remote.allow_exec)
+    access.check_remote_gates(gates or [], outbound=session.remote.outbound)
+
+
 def observed(store: Any, packet: Packet) -> dict[str, Any]:
     from waypost.mcp.answers import as_json
     from waypost.views import observe_run
@@ -52,8 +67,8 @@ def _start(session: Session) -> Any:
         title: Annotated[str, Field(min_length=1, max_length=TEXT_CEILING,
                                     description="What the work is, in one line.")],
         target: Annotated[str | None, Field(max_length=2_000, description=(
-            "Where the final result goes once approved: file:PATH, https://…, exec:CMD or "
-            "none: (nobody is told). Required for long_running work."))] = None,
+            f"Where the final result goes once approved: {FORMS} (none: tells nobody). "
+            "Required for long_running work."))] = None,
         owner: Annotated[str | None, Field(max_length=200, description=(
             "Who reviews and approves [default: this server's actor]."))] = None,
         notify: Annotated[str | None, Field(max_length=2_000, description=(
@@ -90,6 +105,8 @@ def _start(session: Session) -> Any:
                                              ("max_silence", max_silence))}
             if deadline is not None:
                 parse_deadline(deadline, utcnow(), "deadline")
+            session.permit(owner=owner or session.actor)
+            remote_uris(session, target=target, notify=notify, gates=gates)
             with session.store(create=True) as store:
                 run, created = runs.start(
                     store, title, actor=session.actor, owner=owner, target=target,
@@ -132,9 +149,12 @@ def _status(session: Session) -> Any:
             with session.store() as store:
                 if run is not None:
                     packets = [store.get(run)]
+                    session.permit(packet=packets[0])
                 else:
+                    session.permit(Operation.LIST)
                     active = [s for s in State if s not in TERMINAL]
-                    packets = [p for p in store.list_runs(states=active, limit=500)
+                    packets = [p for p in session.visible(store.list_runs(states=active,
+                                                                          limit=500))
                                if p.owner == session.actor
                                or (p.worker is not None and p.worker.actor == session.actor)]
                 return {"runs": as_json(observe_runs(store, packets, utcnow())),
@@ -207,7 +227,8 @@ def _unblock(session: Session) -> Any:
 
         def work() -> dict[str, Any]:
             with session.store() as store:
-                packet = session.run(store, run).unblock(blocker, resolution)
+                packet = session.run(store, run, blocker=blocker).unblock(blocker,
+                                                                       resolution)
             return {"run": run, "state": packet.state,
                     "open_blockers": [b.id for b in packet.open_blockers],
                     "next": "heartbeat and continue the work"}
