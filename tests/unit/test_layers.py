@@ -28,7 +28,8 @@ VOCABULARY = {"waypost.errors", "waypost.durations", "waypost.model", "waypost.e
 ADAPTERS = ("waypost.cli", "waypost.http", "waypost.mcp", "waypost.__main__")
 LAYERS = ("vocabulary", "core", "system", "store", "delivery", "use cases", "adapters")
 # (importer, adapter package) pairs that start another adapter's server, e.g. `waypost serve`
-SERVER_STARTS: frozenset[tuple[str, str]] = frozenset({("waypost.cli.mcp", "waypost.mcp")})
+SERVER_STARTS: frozenset[tuple[str, str]] = frozenset({("waypost.cli.mcp", "waypost.mcp"),
+                                                      ("waypost.cli.serve", "waypost.http")})
 IO_MODULES = {"os", "io", "sqlite3", "subprocess", "socket", "pathlib", "shutil", "tempfile",
               "threading", "time", "signal", "select", "urllib", "http", "httpx", "psycopg",
               "psycopg_pool", "random", "getpass", "mimetypes"}

@@ -32,6 +32,7 @@ LAZY_COMMANDS: dict[str, str] = {
     "retarget": "waypost.cli.retarget:retarget",
     "prune": "waypost.cli.watch:prune",
     "mcp": "waypost.cli.mcp:mcp",
+    "serve": "waypost.cli.serve:serve",
     "hooks": "waypost.cli.hosts:hooks_group",
 }
 

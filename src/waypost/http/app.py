@@ -1,0 +1,58 @@
+"""The ASGI application: the JSON API, the board and the host-hook endpoint, over one store
+opened when the server starts and closed when it stops."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from litestar import Litestar
+from litestar.datastructures import State
+from litestar.di import Provide
+from litestar.openapi import OpenAPIConfig
+from litestar.openapi.plugins import JsonRenderPlugin, YamlRenderPlugin
+from litestar.types import ControllerRouterHandler
+
+from waypost.http import board
+from waypost.http.errors import HANDLERS
+from waypost.http.settings import ServerConfig
+from waypost.store import Store, open_store
+
+SCHEMA_PATH = "/schema"  # /schema/openapi.json and /schema/openapi.yaml; no CDN-loaded UI
+
+
+def create_app(config: ServerConfig, *, store: Store | None = None) -> Litestar:
+    """The app serving `config.store_url` (or `store`, which the caller then closes)."""
+
+    @asynccontextmanager
+    async def lifespan(app: Litestar) -> AsyncIterator[None]:
+        opened = store if store is not None else open_store(config.store_url)
+        app.state.store = opened
+        try:
+            yield
+        finally:
+            if store is None:
+                opened.close()
+
+    handlers: list[ControllerRouterHandler] = [*api_handlers(config), *board.handlers(config)]
+    return Litestar(
+        route_handlers=handlers,
+        lifespan=[lifespan],
+        dependencies={"store": Provide(store_of, sync_to_thread=False),
+                      "config": Provide(lambda: config, sync_to_thread=False)},
+        exception_handlers=HANDLERS,  # type: ignore[arg-type]
+        request_max_body_size=config.max_json_body,
+        openapi_config=OpenAPIConfig(
+            title="waypost", version="1", path=SCHEMA_PATH,
+            render_plugins=[JsonRenderPlugin(), YamlRenderPlugin()]),
+        state=State({"config": config}),
+    )
+
+
+def store_of(state: State) -> Store:
+    store: Store = state.store
+    return store
+
+
+def api_handlers(config: ServerConfig) -> list[ControllerRouterHandler]:
+    return []

@@ -1,0 +1,98 @@
+"""The one place the exception root becomes an HTTP status and the error document
+`{"error": {"code", "message", "hint"}}`; Litestar's own refusals (malformed JSON, a body
+too large, an unknown route) are given the same shape here."""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import msgspec
+from litestar import Request, Response
+from litestar.exceptions import HTTPException, ValidationException
+
+from waypost import errors
+
+# Most specific first: the first class an error is an instance of decides its status.
+STATUSES: Final[tuple[tuple[type[errors.WaypostError], int], ...]] = (
+    (errors.NotAuthorized, 403),
+    (errors.IllegalTransition, 409),
+    (errors.RuleViolation, 409),
+    (errors.StaleLease, 409),
+    (errors.IntegrityError, 500),
+    (errors.Refused, 403),
+    (errors.InvalidInput, 422),
+    (errors.NotFound, 404),
+    (errors.Conflict, 409),
+    (errors.StoreBusy, 503),
+    (errors.DiskFull, 503),
+)
+LITESTAR_CODES: Final[dict[int, str]] = {
+    400: "bad_request", 401: "unauthenticated", 403: "forbidden", 404: "not_found",
+    405: "method_not_allowed", 413: "too_large", 415: "unsupported_media_type",
+    429: "too_many_requests"}
+
+
+class ErrorBody(msgspec.Struct, frozen=True, kw_only=True):
+    code: str  # stable, e.g. not_found, not_authorized, stale_lease
+    message: str  # what was refused and why
+    hint: str  # what to do next
+
+
+class ErrorDocument(msgspec.Struct, frozen=True, kw_only=True):
+    error: ErrorBody
+
+
+class TooLarge(errors.InvalidInput):
+    """The request body is larger than the server takes."""
+
+    code = "too_large"
+
+
+def status_of(exc: errors.WaypostError) -> int:
+    if isinstance(exc, TooLarge):
+        return 413
+    unauthenticated = getattr(errors, "Unauthenticated", None)
+    if unauthenticated is not None and isinstance(exc, unauthenticated):
+        return 401
+    return next((status for cls, status in STATUSES if isinstance(exc, cls)), 500)
+
+
+def document(code: str, message: str, hint: str = "") -> ErrorDocument:
+    return ErrorDocument(error=ErrorBody(code=code, message=message, hint=hint))
+
+
+def waypost_error(_: Request[Any, Any, Any], exc: errors.WaypostError
+                  ) -> Response[ErrorDocument]:
+    status = status_of(exc)
+    headers = {"Retry-After": "1"} if status == 503 else None
+    code = exc.code if status != 401 else "unauthenticated"
+    return Response(document(code, exc.message, exc.hint), status_code=status,
+                    headers=headers)
+
+
+def litestar_error(_: Request[Any, Any, Any], exc: HTTPException
+                   ) -> Response[ErrorDocument]:
+    status = exc.status_code
+    if isinstance(exc, ValidationException):
+        body = document("invalid_request", _validation_message(exc),
+                        "send a JSON body matching the operation's schema (GET /schema)")
+    else:
+        body = document(LITESTAR_CODES.get(status, "error"), str(exc.detail))
+    return Response(body, status_code=status, headers=exc.headers)
+
+
+def unexpected(_: Request[Any, Any, Any], exc: Exception) -> Response[ErrorDocument]:
+    return Response(document("error", f"the server failed unexpectedly ({type(exc).__name__})",
+                             "try again; if it persists, see the server's log"),
+                    status_code=500)
+
+
+def _validation_message(exc: ValidationException) -> str:
+    extra = exc.extra if isinstance(exc.extra, list) else []
+    details = "; ".join(str(item.get("message", item)) if isinstance(item, dict) else str(item)
+                        for item in extra[:5])
+    return f"{exc.detail}: {details}"[:1000] if details else str(exc.detail)
+
+
+HANDLERS: Final = {errors.WaypostError: waypost_error, HTTPException: litestar_error,
+                   Exception: unexpected}

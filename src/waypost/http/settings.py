@@ -1,0 +1,27 @@
+"""What `waypost serve` was told: where the store is, where to listen, and what a remote
+caller may make the server do (run commands, reach hosts, read the board unauthenticated)."""
+
+from __future__ import annotations
+
+import msgspec
+
+from waypost.config import Config
+
+DEFAULT_PORT = 8470
+MAX_JSON_BODY = 1024 * 1024  # a command's JSON body; artifacts stream under their own limit
+
+
+class ServerConfig(msgspec.Struct, frozen=True, kw_only=True):
+    store_url: str  # the store every request uses, opened once when the server starts
+    host: str = "127.0.0.1"  # loopback unless told otherwise; TLS belongs to a reverse proxy
+    port: int = DEFAULT_PORT
+    # Run commands, http: checks and path-reading checks for remote callers (evidence run,
+    # command:/http: gates at review). Off: the caller is told to run them where they may.
+    allow_exec: bool = False
+    # The board without a token; honoured on a loopback host only.
+    open_board: bool = False
+    # Hosts that webhook targets and http: checks registered over the API may reach
+    # (loopback and private ranges too, but only when listed).
+    outbound: tuple[str, ...] = ()
+    max_json_body: int = MAX_JSON_BODY
+    project: Config = msgspec.field(default_factory=Config)  # waypost.toml, read at start
