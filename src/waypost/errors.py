@@ -7,6 +7,7 @@
     │   ├── RuleViolation              the move exists but a precondition fails
     │   ├── StaleLease                 a write carrying an old lease epoch
     │   ├── NotAuthorized              the actor may not do this
+    │   ├── Unauthenticated            no valid token: unknown, expired or revoked
     │   └── IntegrityError             `verify` found a broken chain or fold
     ├── NotFound                    4  run, blocker, artifact or store missing
     ├── Conflict                    5  idempotency key reuse, version conflict
@@ -74,6 +75,12 @@ class NotAuthorized(Refused):
     """The actor may not do this."""
 
     code = "not_authorized"
+
+
+class Unauthenticated(Refused):
+    """No valid token came with the request: it is missing, unknown, expired or revoked."""
+
+    code = "unauthenticated"
 
 
 class IntegrityError(Refused):

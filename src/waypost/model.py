@@ -324,6 +324,28 @@ class Watcher(Record, frozen=True, kw_only=True):
     role: WatcherRole = WatcherRole.ACTIVE
 
 
+class Role(enum.StrEnum):
+    """What a bearer token lets its holder do (the holder is still the actor the rules see)."""
+
+    WORKER = "worker"  # claim or resume its run, heartbeat, block, artifacts, evidence, ready
+    OWNER = "owner"  # what a worker may, and review, approve, changes, transfer, cancel, retarget
+    WATCHER = "watcher"  # read, and what a watchdog records
+    VIEWER = "viewer"  # read only
+
+
+class Grant(Record, frozen=True, kw_only=True):
+    """A bearer token as stored (its secret never is): who holds it and what it lets them do."""
+
+    id: str  # public: `waypost token ls` and `token revoke` name it
+    holder: str  # the actor every write made with it is recorded as
+    role: Role
+    run_id: str | None = None  # the one run it acts on; None: every run
+    created_at: datetime
+    created_by: str
+    expires_at: datetime | None = None
+    revoked_at: datetime | None = None
+
+
 class NudgeTopic(enum.StrEnum):
     REVIEW_OVERDUE = "review_overdue"  # ready_for_review past review_within: nobody answered
     DELIVERY_STALLED = "delivery_stalled"  # the final delivery sits queued, no relay running

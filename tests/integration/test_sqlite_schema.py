@@ -58,7 +58,7 @@ def test_a_version_5_store_upgrades_and_every_run_still_verifies(
     assert "WITHOUT ROWID" in ddl
 
     with SqliteStore(tmp_path / "old.db") as store:
-        assert store.pragmas()["schema_version"] == SCHEMA_VERSION == 9
+        assert store.pragmas()["schema_version"] == SCHEMA_VERSION == 10
         assert {p.id: p for p in store.list_runs()} == before
         for run_id in made:
             verify_run(run_id, store.events(run_id), store.load(run_id).packet)
@@ -76,7 +76,7 @@ def test_a_version_5_store_upgrades_and_every_run_still_verifies(
             " AND sql IS NOT NULL")}
     assert "WITHOUT ROWID" not in ddl
     assert indexes == {"runs_state_updated", "runs_owner", "runs_next_check",
-                       "runs_session"}
+                       "runs_session", "runs_change"}
 
 
 def test_a_busy_store_is_waited_for_half_a_minute_and_writes_are_durable(
@@ -109,6 +109,6 @@ def test_a_migrated_schema_equals_a_fresh_one(tmp_path: Path, start: int) -> Non
         db.execute("COMMIT")
     SqliteStore(tmp_path / "old.db").close()
     fresh = _definition(tmp_path / "fresh.db")
-    # migrations 8 and 9 are additive: writers of schema 7 may still write (see migration 7)
-    assert fresh[1] == [("min_writer_version", "7")]
+    # migrations 8 and 9 were additive; 10's change cursor needs writers that set it
+    assert fresh[1] == [("min_writer_version", "10")]
     assert _definition(tmp_path / "old.db") == fresh

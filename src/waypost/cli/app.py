@@ -34,6 +34,7 @@ LAZY_COMMANDS: dict[str, str] = {
     "mcp": "waypost.cli.mcp:mcp",
     "serve": "waypost.cli.serve:serve",
     "hooks": "waypost.cli.hosts:hooks_group",
+    "token": "waypost.cli.tokens:token_group",
 }
 
 

@@ -14,7 +14,16 @@ import msgspec
 from waypost.core.writes import Deferral, Due, RunWrite, Snapshot
 from waypost.errors import InvalidInput, StaleLease, StoreError, VersionConflict
 from waypost.events import Event
-from waypost.model import TERMINAL, Delivery, OutboxItem, Packet, RelayInfo, State, Watcher
+from waypost.model import (
+    TERMINAL,
+    Delivery,
+    Grant,
+    OutboxItem,
+    Packet,
+    RelayInfo,
+    State,
+    Watcher,
+)
 from waypost.store.rows import Skipped
 
 _Moment = TypeVar("_Moment", float, datetime)  # unix time (SQLite) or datetime (PostgreSQL)
@@ -203,6 +212,36 @@ class Store(ABC):
         """Packets, most recently updated first, filtered by state and owner. A row that
         does not decode is left out (one bad row never hides the others) and noted in
         `skipped`, when given."""
+
+    @abstractmethod
+    def change_cursor(self) -> int:
+        """Where the change feed stands now: every write committed before this call lies
+        below it (`changes_since` of it returns only what commits later)."""
+
+    @abstractmethod
+    def changes_since(self, cursor: int, *, limit: int = 500) -> tuple[list[Packet], int]:
+        """The packets of runs written at or past `cursor`, as they stand, in commit order,
+        at most about `limit` of them; and the cursor to ask with next. A run written again
+        comes again; nothing committed at or past `cursor` is ever skipped."""
+
+    # --- bearer tokens (only a hash of a secret is stored) ----------------------------
+
+    @abstractmethod
+    def put_token(self, grant: Grant, token_hash: str) -> None:
+        """Store a new token's grant under the hash of its secret."""
+
+    @abstractmethod
+    def token_grant(self, token_hash: str) -> Grant | None:
+        """The grant of the token whose secret hashes to this, or None."""
+
+    @abstractmethod
+    def grants(self) -> list[Grant]:
+        """Every token's grant, oldest first."""
+
+    @abstractmethod
+    def revoke_token(self, token_id: str, *, at: datetime) -> Grant | None:
+        """Mark the token revoked (once: a second revoke keeps the first time) and return
+        its grant; None for no such token."""
 
     @abstractmethod
     def run_ids(self) -> list[str]:

@@ -30,7 +30,8 @@ from waypost.errors import (
     VersionConflict,
 )
 from waypost.events import Event
-from waypost.model import Delivery, Packet, RelayInfo, State, Watcher, to_json
+from waypost.model import Delivery, Grant, Packet, RelayInfo, State, Watcher, to_json
+from waypost.store import postgres_api as api_sql
 from waypost.store import postgres_outbox as outbox_sql
 from waypost.store import postgres_watch as watch_sql
 from waypost.store.base import Diagnosis, SchemaState, Status, Store
@@ -60,7 +61,7 @@ _NUL = b"\\u0000"
 # heartbeat leaves unchanged, the update stays HOT (no index entry written).
 _UPDATE_RUN: LiteralString = (
     "UPDATE runs SET version = %s, state = %s, owner = %s, head_hash = %s,"
-    " updated_at = %s, packet = %s, packet_text = %s,"
+    " updated_at = %s, packet = %s, packet_text = %s, change_xid = pg_current_xact_id(),"
     " next_check_at = CASE WHEN next_check_at IS NULL OR %s::timestamptz IS NULL"
     " OR %s < next_check_at OR next_check_at <= %s THEN %s ELSE next_check_at END"
     " WHERE id = %s AND version = %s")
@@ -144,7 +145,8 @@ class PostgresStore(Store):
             cur.execute(
                 "INSERT INTO runs (id, version, state, owner, head_hash, updated_at,"
                 " next_check_at, packet, packet_text, idempotency_key, fingerprint, created_at,"
-                " session_id) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+                " session_id, change_xid) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s,"
+                " %s, %s, pg_current_xact_id())"
                 " ON CONFLICT (idempotency_key) DO NOTHING RETURNING id",
                 (packet.id, *self._columns(packet, event), key, fingerprint, packet.created_at,
                  session_id))
@@ -281,6 +283,30 @@ class PostgresStore(Store):
         params.append(limit)
         rows = self._rows("list runs", query, params)
         return readable_packets(_packet_decoder, rows, skipped)
+
+    def change_cursor(self) -> int:
+        return int(self._rows("read the change cursor", api_sql.HORIZON)[0][0])
+
+    def changes_since(self, cursor: int, *, limit: int = 500) -> tuple[list[Packet], int]:
+        with self._cursor("read the changes", write=False) as cur:
+            rows, following = api_sql.changes_since(cur, cursor, limit)
+        return readable_packets(_packet_decoder, rows, None), following
+
+    def put_token(self, grant: Grant, token_hash: str) -> None:
+        with self._cursor(f"store token {grant.id}", write=True, one_statement=True) as cur:
+            api_sql.put_token(cur, grant, token_hash)
+
+    def token_grant(self, token_hash: str) -> Grant | None:
+        with self._cursor("look a token up", write=False) as cur:
+            return api_sql.token_grant(cur, token_hash)
+
+    def grants(self) -> list[Grant]:
+        with self._cursor("list tokens", write=False) as cur:
+            return api_sql.grants(cur)
+
+    def revoke_token(self, token_id: str, *, at: datetime) -> Grant | None:
+        with self._cursor(f"revoke token {token_id}", write=True, one_statement=True) as cur:
+            return api_sql.revoke_token(cur, token_id, at)
 
     def run_ids(self) -> list[str]:
         return [r[0] for r in self._rows("list run ids",

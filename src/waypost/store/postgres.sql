@@ -19,7 +19,9 @@ CREATE TABLE runs (
     packet          jsonb NOT NULL,         -- waypost.packet/v1
     packet_text     text,                   -- the exact JSON, only when jsonb cannot hold it
     session_id      text,                   -- the agent host's session (`start --session`)
-    stop_blocks     integer NOT NULL DEFAULT 0  -- the stop hook's consecutive refusals
+    stop_blocks     integer NOT NULL DEFAULT 0, -- the stop hook's consecutive refusals
+    change_xid      xid8 NOT NULL DEFAULT '0'   -- the transaction that last wrote it: the
+                                                -- change cursor (no index: updates stay HOT)
 );
 
 -- no index names a column a heartbeat changes (updated_at, and next_check_at as long as
@@ -130,4 +132,17 @@ CREATE TABLE meta (
     value   text NOT NULL
 );
 
-INSERT INTO meta (name, value) VALUES ('min_writer_version', '7');
+INSERT INTO meta (name, value) VALUES ('min_writer_version', '10');
+
+-- The HTTP API's bearer tokens: only a hash of each secret, never the secret.
+CREATE TABLE tokens (
+    id          text PRIMARY KEY,
+    hash        text NOT NULL UNIQUE,
+    holder      text NOT NULL,
+    role        text NOT NULL,
+    run_id      text,
+    created_at  timestamptz NOT NULL,
+    created_by  text NOT NULL,
+    expires_at  timestamptz,
+    revoked_at  timestamptz
+);

@@ -22,6 +22,7 @@ from waypost.errors import (
 from waypost.events import Event
 from waypost.model import (
     Delivery,
+    Grant,
     Packet,
     RelayInfo,
     State,
@@ -29,7 +30,7 @@ from waypost.model import (
     json_decoder,
     to_json,
 )
-from waypost.store import sqlite_outbox, sqlite_watch
+from waypost.store import sqlite_api, sqlite_outbox, sqlite_watch
 from waypost.store.base import (
     AlwaysHeld,
     Diagnosis,
@@ -41,6 +42,7 @@ from waypost.store.base import (
 from waypost.store.limits import MIN_WRITER, check_setting
 from waypost.store.limits import busy_timeout as busy_timeout_setting
 from waypost.store.rows import DueRow, Skipped, decode_packet, due_page, readable_packets
+from waypost.store.sqlite_api import NEXT_CHANGE
 from waypost.store.sqlite_setup import SCHEMA_VERSION, StoreFile, integrity_diagnosis
 
 _packet_decoder = json_decoder(Packet)
@@ -92,8 +94,8 @@ class SqliteStore(Store):
                     return self._existing(row[0], row[1], key, fingerprint), False
             db.execute(
                 "INSERT INTO runs (id, version, state, owner, head_hash, updated_at,"
-                " next_check_at, packet, idempotency_key, fingerprint, created_at, session_id)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " next_check_at, packet, idempotency_key, fingerprint, created_at, session_id,"
+                f" change_pos) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, {NEXT_CHANGE})",
                 (packet.id, *self._columns(packet, event), key, fingerprint,
                  packet.created_at.isoformat(), session_id),
             )
@@ -164,8 +166,8 @@ class SqliteStore(Store):
                 was_due = due
             stored[w.run_id] = (version, owner, was_due)
         changed = db.executemany(
-            "UPDATE runs SET version = ?, state = ?, head_hash = ?, updated_at = ?, packet = ?"
-            " WHERE id = ? AND version = ?", runs).rowcount
+            "UPDATE runs SET version = ?, state = ?, head_hash = ?, updated_at = ?, packet = ?,"
+            f" change_pos = {NEXT_CHANGE} WHERE id = ? AND version = ?", runs).rowcount
         if changed != len(runs):
             raise StoreError(f"{len(runs)} guarded run writes changed {changed} rows")
         if owners:
@@ -239,6 +241,35 @@ class SqliteStore(Store):
         with self._reading("list runs") as db:
             rows = db.execute(sql, args).fetchall()
         return readable_packets(_packet_decoder, rows, skipped)
+
+    def change_cursor(self) -> int:
+        with self._reading("read the change cursor") as db:
+            return sqlite_api.change_cursor(db)
+
+    def changes_since(self, cursor: int, *, limit: int = 500) -> tuple[list[Packet], int]:
+        with self._reading("read the changes") as db:
+            rows, following = sqlite_api.changes_since(db, cursor, limit)
+        return readable_packets(_packet_decoder, rows, None), following
+
+    def put_token(self, grant: Grant, token_hash: str) -> None:
+        with self._writing(f"store token {grant.id}") as db:
+            sqlite_api.put_token(db, grant, token_hash)
+
+    def token_grant(self, token_hash: str) -> Grant | None:
+        if self._db is None:
+            return None  # no store yet, so no tokens
+        with self._reading("look a token up") as db:
+            return sqlite_api.token_grant(db, token_hash)
+
+    def grants(self) -> list[Grant]:
+        if self._db is None:
+            return []
+        with self._reading("list tokens") as db:
+            return sqlite_api.grants(db)
+
+    def revoke_token(self, token_id: str, *, at: datetime) -> Grant | None:
+        with self._writing(f"revoke token {token_id}") as db:
+            return sqlite_api.revoke_token(db, token_id, at)
 
     def run_ids(self) -> list[str]:
         with self._reading("list run ids") as db:

@@ -29,11 +29,11 @@ from waypost.errors import (
 from waypost.store.base import Diagnosis, Status
 from waypost.store.limits import BUSY_TIMEOUT_ENV, MIN_WRITER, write_refusal
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 MIGRATIONS = ("sqlite.sql", "sqlite_2_outbox.sql", "sqlite_3_delivery.sql",
               "sqlite_4_watchers.sql", "sqlite_5_watcher_role.sql", "sqlite_6_runs_rowid.sql",
               "sqlite_7_settings.sql", "sqlite_8_outcome_unknown.sql",
-              "sqlite_9_session.sql")
+              "sqlite_9_session.sql", "sqlite_10_tokens.sql")
 _BUSY = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
 _DAMAGED = (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
 MAX_INTEGRITY_ERRORS = 20  # what `doctor` lists of a damaged file

@@ -1,0 +1,73 @@
+"""What the HTTP surfaces need of the SQLite store: the change feed a board follows, and
+the API's bearer tokens. SQL on one connection, called by `SqliteStore` inside its write
+transaction or under its read lock."""
+
+from __future__ import annotations
+
+import sqlite3
+from datetime import datetime
+
+from waypost.model import Grant, Role
+
+# where a write lands in the change feed: one past the highest (the write lock makes the
+# positions' order the commits' order); runs_change serves the max
+NEXT_CHANGE = "(SELECT coalesce(max(change_pos), 0) + 1 FROM runs)"
+
+_GRANT_COLUMNS = "id, holder, role, run_id, created_at, created_by, expires_at, revoked_at"
+
+
+def change_cursor(db: sqlite3.Connection) -> int:
+    (pos,) = db.execute("SELECT coalesce(max(change_pos), 0) + 1 FROM runs").fetchone()
+    return int(pos)
+
+
+def changes_since(db: sqlite3.Connection, cursor: int,
+                  limit: int) -> tuple[list[tuple[str, bytes]], int]:
+    """(id, packet JSON) of the runs at or past `cursor` in position order, and the next
+    cursor. Positions are unique, so a page ends anywhere."""
+    rows = db.execute("SELECT id, CAST(packet AS BLOB), change_pos FROM runs"
+                      " WHERE change_pos >= ? ORDER BY change_pos LIMIT ?",
+                      (max(cursor, 0), limit)).fetchall()
+    following = rows[-1][2] + 1 if rows else max(cursor, 0)
+    return [(r[0], r[1]) for r in rows], int(following)
+
+
+def put_token(db: sqlite3.Connection, grant: Grant, token_hash: str) -> None:
+    db.execute(f"INSERT INTO tokens (hash, {_GRANT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+               (token_hash, grant.id, grant.holder, grant.role.value, grant.run_id,
+                grant.created_at.isoformat(), grant.created_by, _text(grant.expires_at),
+                _text(grant.revoked_at)))
+
+
+def token_grant(db: sqlite3.Connection, token_hash: str) -> Grant | None:
+    row = db.execute(f"SELECT {_GRANT_COLUMNS} FROM tokens WHERE hash = ?",
+                     (token_hash,)).fetchone()
+    return None if row is None else _grant(row)
+
+
+def grants(db: sqlite3.Connection) -> list[Grant]:
+    return [_grant(r) for r in db.execute(f"SELECT {_GRANT_COLUMNS} FROM tokens"
+                                          " ORDER BY created_at, id")]
+
+
+def revoke_token(db: sqlite3.Connection, token_id: str, at: datetime) -> Grant | None:
+    db.execute("UPDATE tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL",
+               (at.isoformat(), token_id))
+    row = db.execute(f"SELECT {_GRANT_COLUMNS} FROM tokens WHERE id = ?",
+                     (token_id,)).fetchone()
+    return None if row is None else _grant(row)
+
+
+def _text(at: datetime | None) -> str | None:
+    return None if at is None else at.isoformat()
+
+
+def _grant(row: tuple[str, ...]) -> Grant:
+    def moment(text: str | None) -> datetime | None:
+        return None if text is None else datetime.fromisoformat(text)
+
+    created = moment(row[4])
+    assert created is not None  # NOT NULL
+    return Grant(id=row[0], holder=row[1], role=Role(row[2]), run_id=row[3],
+                 created_at=created, created_by=row[5], expires_at=moment(row[6]),
+                 revoked_at=moment(row[7]))

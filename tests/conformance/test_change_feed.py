@@ -1,0 +1,137 @@
+"""The store-wide change feed a board follows: every committed write comes at or past the
+cursor read before it, in commit order, and nothing is ever skipped, on every backend."""
+
+from __future__ import annotations
+
+import threading
+
+import psycopg
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests import pg
+from waypost import runs
+from waypost.model import BlockerKind, Packet
+from waypost.runs import Run
+from waypost.store import Store, open_store
+
+
+def _follow(store: Store, cursor: int, *, limit: int = 500) -> tuple[list[Packet], int]:
+    """Every change at or past `cursor`, page by page, and where the feed then stands."""
+    seen: list[Packet] = []
+    for _ in range(10_000):
+        page, following = store.changes_since(cursor, limit=limit)
+        seen += page
+        if not page:
+            return seen, following
+        assert following > cursor, "a page that does not move the cursor would loop"
+        cursor = following
+    raise AssertionError("the feed never ran dry")
+
+
+def _worker(store: Store, run_id: str) -> Run:
+    run = Run(store, run_id, actor="w")
+    run.claim()
+    return run
+
+
+def test_writes_after_the_cursor_come_once_each_in_commit_order(store: Store) -> None:
+    a, _ = runs.start(store, "a", actor="alice", target="none:")
+    b, _ = runs.start(store, "b", actor="alice", target="none:")
+    cursor = store.change_cursor()
+    assert store.changes_since(cursor) == ([], cursor)
+    worker_b, worker_a = _worker(store, b.id), _worker(store, a.id)
+    worker_b.heartbeat("b first")
+    worker_a.heartbeat("then a")
+    seen, cursor = _follow(store, cursor)
+    # a run written twice comes at its latest place, as it stands now
+    assert [(p.id, p.version) for p in seen] == [(b.id, 3), (a.id, 3)]
+    assert seen[1].progress is not None
+    assert seen[1].progress.note == "then a"
+    assert store.changes_since(cursor) == ([], cursor)
+    worker_b.block(BlockerKind.MISSING_INPUT, "which port?")
+    again, _ = _follow(store, cursor)
+    assert [(p.id, p.state.value) for p in again] == [(b.id, "blocked")]
+
+
+def test_from_zero_the_feed_holds_every_run(store: Store) -> None:
+    started = [runs.start(store, f"r{i}", actor="alice", target="none:")[0].id
+               for i in range(7)]
+    seen, _ = _follow(store, 0, limit=3)
+    assert [p.id for p in seen] == started
+
+
+@settings(max_examples=15, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(plan=st.lists(st.tuples(st.integers(0, 4), st.booleans()), min_size=1, max_size=25),
+       limit=st.integers(1, 4))
+def test_polling_between_any_writes_misses_nothing(store: Store, plan: list[tuple[int, bool]],
+                                                   limit: int) -> None:
+    """Whatever the writes and whenever the board looks, the last version it saw of each
+    run is the run's version now."""
+    ids = [runs.start(store, f"r{i}", actor="alice", target="none:")[0].id for i in range(5)]
+    workers: dict[int, Run] = {}
+    latest: dict[str, int] = {}
+    seen, cursor = _follow(store, store.change_cursor(), limit=limit)
+    for index, poll in plan:
+        if index not in workers:
+            workers[index] = _worker(store, ids[index])
+        else:
+            workers[index].heartbeat()
+        if poll:
+            page, cursor = _follow(store, cursor, limit=limit)
+            seen += page
+    page, cursor = _follow(store, cursor, limit=limit)
+    for p in seen + page:
+        latest[p.id] = p.version
+    for index in workers:
+        assert latest[ids[index]] == store.get(ids[index]).version
+
+
+def test_concurrent_writers_never_slip_past_a_reader(store: Store) -> None:
+    """Writers on other threads commit while the board polls: when they are done, the
+    board has seen every run's final version."""
+    ids = [runs.start(store, f"r{i}", actor="alice", target="none:")[0].id for i in range(4)]
+    cursor = store.change_cursor()
+    latest: dict[str, int] = {}
+
+    def write(run_id: str) -> None:
+        run = _worker(store, run_id)
+        for _ in range(15):
+            run.heartbeat()
+
+    threads = [threading.Thread(target=write, args=(i,)) for i in ids]
+    for t in threads:
+        t.start()
+    writing = True
+    while writing:
+        writing = any(t.is_alive() for t in threads)
+        page, cursor = store.changes_since(cursor, limit=2)
+        latest.update((p.id, p.version) for p in page)
+    for t in threads:
+        t.join()
+    page, _ = _follow(store, cursor)
+    latest.update((p.id, p.version) for p in page)
+    assert latest == {i: store.get(i).version for i in ids}
+
+
+def test_postgres_a_transaction_that_began_first_and_commits_last_is_not_skipped() -> None:
+    """Transaction ids are handed out at the first write, not at commit: a writer that
+    took its id first but commits after a later one must still come after the cursor a
+    reader took between the two commits."""
+    with pg.fresh_schema() as url, open_store(url) as store:
+        slow, _ = runs.start(store, "slow", actor="alice", target="none:")
+        fast, _ = runs.start(store, "fast", actor="alice", target="none:")
+        cursor = store.change_cursor()
+        schema = url.rsplit("schema=", 1)[-1].split("&")[0]
+        with psycopg.connect(pg.server_url(), autocommit=False) as early:
+            early.execute(f"SET search_path TO {schema}")
+            early.execute("UPDATE runs SET change_xid = pg_current_xact_id() WHERE id = %s",
+                          (slow.id,))  # takes its id now, commits later
+            _worker(store, fast.id)  # a later id, committed at once
+            page, cursor = store.changes_since(cursor)
+            # the open transaction holds the horizon back: the later commit waits too
+            assert [p.id for p in page] == []
+            early.commit()
+        seen, _ = _follow(store, cursor)
+        assert {p.id for p in seen} == {slow.id, fast.id}
