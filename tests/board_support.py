@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 import httpx
 
@@ -31,6 +32,7 @@ class Server:
     args: tuple[str, ...] = ()
     log: Path | None = None
     process: subprocess.Popen[bytes] | None = None
+    _out: IO[bytes] | None = None
 
     @property
     def url(self) -> str:
@@ -38,10 +40,11 @@ class Server:
 
     def start(self) -> Server:
         env = {**os.environ, "WAYPOST_URL": self.store_url}
-        out = open(self.log, "ab") if self.log else subprocess.DEVNULL  # noqa: SIM115
+        if self.log is not None and self._out is None:
+            self._out = open(self.log, "ab")  # noqa: SIM115 (closed by stop)
         self.process = subprocess.Popen(
             [sys.executable, "-m", "waypost", "serve", "--port", str(self.port), *self.args],
-            env=env, stdout=out, stderr=subprocess.STDOUT)
+            env=env, stdout=self._out or subprocess.DEVNULL, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + START_TIMEOUT
         while time.monotonic() < deadline:
             assert self.process.poll() is None, f"waypost serve exited {self.process.returncode}"
@@ -61,6 +64,9 @@ class Server:
                 self.process.kill()
                 self.process.wait(timeout=15)
         self.process = None
+        if self._out is not None:
+            self._out.close()
+            self._out = None
 
 
 @contextmanager

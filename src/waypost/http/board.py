@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 from urllib.parse import quote
 
 import anyio.to_thread
+import msgspec
 from litestar import Request, Response, Router, get, post
 from litestar.datastructures import Cookie
 from litestar.response import Redirect, ServerSentEvent
@@ -27,13 +28,12 @@ from waypost.artifacts import fetch, safe_name
 from waypost.core import access
 from waypost.core.access import Operation
 from waypost.durations import utcnow
-from waypost.http import board_session, board_views, stream
+from waypost.http import board_session, board_views, operations, shapes, stream
 from waypost.http.board_render import HEADERS, STATIC, render
 from waypost.http.board_session import SignIn, Visitor
 from waypost.http.errors import status_of
 from waypost.http.settings import ServerConfig
 from waypost.model import Packet
-from waypost.runs import Run
 from waypost.store import Store
 from waypost.views import observe_run, observe_runs
 
@@ -41,12 +41,13 @@ LIST_LIMIT: Final = 1000  # runs on the board, newest first
 ACTIONS: Final = {"review": Operation.REVIEW, "approve": Operation.APPROVE,
                   "changes": Operation.CHANGES, "cancel": Operation.CANCEL}
 FormData = dict[str, list[str]]
+BodyT = TypeVar("BodyT")
 
 
 def handlers(config: ServerConfig) -> list[ControllerRouterHandler]:
     pages = Router(path="/", route_handlers=[
         board_page, run_page, artifact, sign_in_form, sign_in, sign_out, act],
-        exception_handlers={SignIn: _to_sign_in,  # type: ignore[dict-item]
+        exception_handlers={SignIn: _to_sign_in,
                             errors.WaypostError: _error_page},
         include_in_schema=False)
     static = create_static_files_router(path="/static", directories=[STATIC],
@@ -89,8 +90,8 @@ def _run_html(store: Store, who: Visitor, run_id: str,
               error: errors.WaypostError | None = None) -> str:
     cursor = store.change_cursor()
     packet = _readable(store, who, run_id)
-    now = utcnow()
-    page = board_views.run_page(observe_run(store, packet, now), store.events(run_id), now,
+    now = packet.observed.as_of if packet.observed else utcnow()
+    page = board_views.run_page(packet, store.events(run_id), now,
                                 actions=_allowed_actions(who, packet))
     return render("run.html", page=page, cursor=cursor, run_id=packet.id, visitor=who.label,
                   csrf=who.csrf, error=error.as_dict() if error else None)
@@ -101,8 +102,10 @@ def artifact(request: Request[Any, Any, Any], store: Store, config: ServerConfig
              run_id: str, name: str) -> Response[bytes]:
     """The stored bytes as a download, never shown inline (they are someone's input)."""
     who = board_session.visitor(request, store, config)
-    _readable(store, who, run_id)
-    found, data = fetch(store, run_id, name)
+    if who.grant is not None:
+        found, data = operations.artifact(store, who.grant, run_id, name)
+    else:
+        found, data = fetch(store, run_id, name)
     disposition = (f'attachment; filename="{safe_name(found.name)}"; '
                    f"filename*=UTF-8''{quote(found.name, safe='')}")
     return Response(data, media_type="application/octet-stream",
@@ -110,10 +113,10 @@ def artifact(request: Request[Any, Any, Any], store: Store, config: ServerConfig
 
 
 def _readable(store: Store, who: Visitor, run_id: str) -> Packet:
-    packet = store.get(run_id)
+    """The run, as the API's `show` reads it for this token (the open board reads all)."""
     if who.grant is not None:
-        access.check_operation(who.grant, Operation.READ, packet)
-    return packet
+        return operations.show(store, who.grant, run_id)
+    return observe_run(store, store.get(run_id))
 
 
 def _visible(who: Visitor, packets: Iterable[Packet]) -> list[Packet]:
@@ -185,25 +188,33 @@ async def act(request: Request[Any, Any, Any], store: Store, config: ServerConfi
 
 
 def perform(store: Store, config: ServerConfig, who: Visitor, run_id: str, action: str,
-            fields: FormData) -> Packet:
-    """One owner action as `who`'s token's holder, decided by the access rules first."""
+            fields: FormData) -> None:
+    """One owner action as `who`'s token's holder: the API's own operation, so the same
+    access rules, the same refusal of gates that would run here, the same use case."""
     operation = ACTIONS.get(action)
     if operation is None:
         raise errors.NotFound(f"the board has no action {action[:40]!r}",
                               hint="review, approve, changes or cancel")
     if who.grant is None:
         raise errors.NotAuthorized("the open board is read only", hint="sign in with a token")
-    run = Run(store, run_id, actor=who.grant.holder)
-    packet = run.packet
-    access.check_operation(who.grant, operation, packet)
     if operation is Operation.REVIEW:
-        access.check_remote_review(packet, allow_exec=config.allow_exec,
-                                   outbound=config.outbound)
-        return run.review(config=config.project)[0]
-    if operation is Operation.APPROVE:
-        return run.approve(_waivers(fields))
-    reason = _one(fields, "reason") or ""
-    return run.changes(reason) if operation is Operation.CHANGES else run.cancel(reason)
+        operations.review(store, who.grant, config, run_id)
+    elif operation is Operation.APPROVE:
+        operations.approve(store, who.grant, run_id,
+                           _body({"waivers": _waivers(fields)}, shapes.ApproveBody))
+    else:
+        body = _body({"reason": _one(fields, "reason") or ""}, shapes.ReasonBody)
+        chosen = operations.changes if operation is Operation.CHANGES else operations.cancel
+        chosen(store, who.grant, run_id, body)
+
+
+def _body(fields: dict[str, Any], shape: type[BodyT]) -> BodyT:
+    """A form read into the API's own request shape, under the same limits."""
+    try:
+        return msgspec.convert(fields, shape)
+    except msgspec.ValidationError as exc:
+        raise errors.InvalidInput(f"the form is not accepted: {exc}",
+                                  hint="reload the page and try again") from None
 
 
 def _one(fields: FormData, key: str) -> str | None:
