@@ -113,6 +113,15 @@ def open_source(source: str, *, role: ArtifactRole, name: str | None, max_bytes:
         os.close(fd)
 
 
+def sent_record(name: str, *, role: ArtifactRole, at: datetime, by: str) -> Artifact:
+    """The record of bytes sent over a network (the HTTP API's upload), decided before they
+    are read: no path, so nothing on this machine's disk is ever compared with it. Its
+    digest and size are added once the bytes are stored."""
+    label = check_name(name)
+    return Artifact(name=label, role=role, media_type=_media_type(label), stored=True,
+                    recorded_at=at, recorded_by=by)
+
+
 def read_and_store(store: Store, source: Source, max_bytes: int) -> Artifact:
     """Read the decided file, counting bytes (its reported size is not trusted: /proc files
     say 0), refuse it past `max_bytes`, then store it as a blob. Call only once the run's

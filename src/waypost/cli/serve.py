@@ -3,10 +3,15 @@ verb runs."""
 
 from __future__ import annotations
 
+import socket
+from typing import Final
+
 import click
 
 from waypost.cli.context import Ctx, verb
 from waypost.errors import InvalidInput, NotFound
+
+LOOPBACK: Final = ("127.0.0.1", "localhost", "::1")
 
 
 @click.command()
@@ -37,11 +42,24 @@ def serve(ctx: Ctx, host: str, port: int, allow_exec: bool, open_board: bool,
     except ImportError as exc:
         raise InvalidInput(f"waypost serve needs the server extra, which is not installed "
                            f"({exc})", hint="pip install 'waypost[server]'") from exc
+    if open_board and host not in LOOPBACK:
+        raise InvalidInput(f"--open shows the board without a token: only on a loopback "
+                           f"host, not {host}", hint="drop --open, or --host 127.0.0.1")
     config = ServerConfig(store_url=_store_url(ctx.store_url), host=host, port=port,
                           allow_exec=allow_exec, open_board=open_board, outbound=outbound,
                           project=ctx.config)
-    uvicorn.run(create_app(config), host=host, port=port, log_level="warning",
-                timeout_graceful_shutdown=5)
+    app = create_app(config)
+    try:
+        sock = socket.create_server((host, port))
+    except OSError as exc:
+        raise InvalidInput(f"cannot listen on {host}:{port}: {exc.strerror}",
+                           hint="choose another --port (0: any free one)") from exc
+    shown = f"[{host}]" if ":" in host else host
+    click.echo(f"waypost: serving on http://{shown}:{sock.getsockname()[1]} "
+               "(OpenAPI: /schema/openapi.json)", err=True)
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning",
+                                           timeout_graceful_shutdown=5))
+    server.run(sockets=[sock])
 
 
 def _store_url(given: str | None) -> str:

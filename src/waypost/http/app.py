@@ -13,7 +13,11 @@ from litestar.openapi import OpenAPIConfig
 from litestar.openapi.plugins import JsonRenderPlugin, YamlRenderPlugin
 from litestar.types import ControllerRouterHandler
 
-from waypost.http import board
+from waypost.http import auth, board
+from waypost.http.api_commands import CommandsController
+from waypost.http.api_files import ArtifactsController
+from waypost.http.api_hooks import claude_hook
+from waypost.http.api_runs import RunsController, a2a_task
 from waypost.http.errors import HANDLERS
 from waypost.http.settings import ServerConfig
 from waypost.store import Store, open_store
@@ -39,7 +43,8 @@ def create_app(config: ServerConfig, *, store: Store | None = None) -> Litestar:
         route_handlers=handlers,
         lifespan=[lifespan],
         dependencies={"store": Provide(store_of, sync_to_thread=False),
-                      "config": Provide(lambda: config, sync_to_thread=False)},
+                      "config": Provide(lambda: config, sync_to_thread=False),
+                      "caller": Provide(auth.caller, sync_to_thread=True)},
         exception_handlers=HANDLERS,  # type: ignore[arg-type]
         request_max_body_size=config.max_json_body,
         openapi_config=OpenAPIConfig(
@@ -55,4 +60,4 @@ def store_of(state: State) -> Store:
 
 
 def api_handlers(config: ServerConfig) -> list[ControllerRouterHandler]:
-    return []
+    return [RunsController, CommandsController, ArtifactsController, a2a_task, claude_hook]

@@ -9,11 +9,21 @@ from typing import Any, Final
 import msgspec
 from litestar import Request, Response
 from litestar.exceptions import HTTPException, ValidationException
+from litestar.openapi.datastructures import ResponseSpec
 
 from waypost import errors
 
+
+class TooLarge(errors.InvalidInput):
+    """The request body is larger than the server takes."""
+
+    code = "too_large"
+
+
 # Most specific first: the first class an error is an instance of decides its status.
 STATUSES: Final[tuple[tuple[type[errors.WaypostError], int], ...]] = (
+    (TooLarge, 413),
+    (errors.Unauthenticated, 401),
     (errors.NotAuthorized, 403),
     (errors.IllegalTransition, 409),
     (errors.RuleViolation, 409),
@@ -42,18 +52,7 @@ class ErrorDocument(msgspec.Struct, frozen=True, kw_only=True):
     error: ErrorBody
 
 
-class TooLarge(errors.InvalidInput):
-    """The request body is larger than the server takes."""
-
-    code = "too_large"
-
-
 def status_of(exc: errors.WaypostError) -> int:
-    if isinstance(exc, TooLarge):
-        return 413
-    unauthenticated = getattr(errors, "Unauthenticated", None)
-    if unauthenticated is not None and isinstance(exc, unauthenticated):
-        return 401
     return next((status for cls, status in STATUSES if isinstance(exc, cls)), 500)
 
 
@@ -65,8 +64,7 @@ def waypost_error(_: Request[Any, Any, Any], exc: errors.WaypostError
                   ) -> Response[ErrorDocument]:
     status = status_of(exc)
     headers = {"Retry-After": "1"} if status == 503 else None
-    code = exc.code if status != 401 else "unauthenticated"
-    return Response(document(code, exc.message, exc.hint), status_code=status,
+    return Response(document(exc.code, exc.message, exc.hint), status_code=status,
                     headers=headers)
 
 
@@ -93,6 +91,20 @@ def _validation_message(exc: ValidationException) -> str:
                         for item in extra[:5])
     return f"{exc.detail}: {details}"[:1000] if details else str(exc.detail)
 
+
+WHY: Final = {
+    400: "Malformed: not JSON, or not the operation's schema.",
+    401: "No token, or one that is unknown, expired or revoked.",
+    403: "The token's role or run may not do this, or the rules refuse this actor.",
+    404: "No such run, blocker or artifact.",
+    409: "The run's state or lease refuses the move, or the Idempotency-Key was reused.",
+    413: "The body is larger than the server takes.",
+    422: "Well-formed, but a value is not acceptable (a limit, a duration, a URI).",
+    503: "The store is busy; try again (Retry-After).",
+}
+# Every operation's error answers, for the OpenAPI document.
+ERRORS: Final = {status: ResponseSpec(ErrorDocument, description=why, generate_examples=False)
+                 for status, why in WHY.items()}
 
 HANDLERS: Final = {errors.WaypostError: waypost_error, HTTPException: litestar_error,
                    Exception: unexpected}

@@ -1,0 +1,75 @@
+"""Artifacts over HTTP: an upload is streamed and counted against the store's artifact
+limit (413 past it, before the rest is read), decided (name, role, the run's rules, the
+lease) before its first byte is read; a download is the stored blob, checked against its
+sha256, always as an attachment (never rendered by the browser on the board's origin)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from anyio import to_thread
+from litestar import Controller, Request, Response, get, post
+from litestar.params import PathParameter, QueryParameter
+
+from waypost.http import operations as ops
+from waypost.http import shapes
+from waypost.http.deps import CallerDep, ConfigDep, StoreDep
+from waypost.http.errors import ERRORS, TooLarge
+from waypost.model import ArtifactRole
+
+RunId = Annotated[str, PathParameter(max_length=64, description="The run's id (wp_…).")]
+ArtifactName = Annotated[str, PathParameter(max_length=255, description="The artifact's name.")]
+
+
+class ArtifactsController(Controller):
+    path = "/api/runs/{run_id:str}/artifacts"
+    tags = ("artifacts",)
+
+    @post("/{name:str}", responses=ERRORS, status_code=200, request_max_body_size=None,
+          summary="Record an artifact: the request body is its bytes (streamed)")
+    async def upload(
+        self, request: Request[Any, Any, Any], store: StoreDep, caller: CallerDep,
+        config: ConfigDep, run_id: RunId, name: ArtifactName,
+        role: Annotated[ArtifactRole, QueryParameter(description="The artifact's role.")] = (
+            ArtifactRole.OTHER),
+        epoch: Annotated[int | None, QueryParameter(ge=1, le=2**62, description=(
+            "The worker's lease epoch (from claim)."))] = None,
+    ) -> shapes.Artifacted:
+        await to_thread.run_sync(lambda: ops.precheck_artifact(
+            store, caller, run_id, name=name, role=role, epoch=epoch))
+        data = await read_at_most(request, config.project.max_artifact_bytes)
+        return await to_thread.run_sync(lambda: ops.add_artifact(
+            store, caller, run_id, name=name, role=role, epoch=epoch, data=data))
+
+    @get("/{name:str}", sync_to_thread=True, responses=ERRORS,
+         media_type="application/octet-stream", summary="Download a stored artifact")
+    def download(self, store: StoreDep, caller: CallerDep, run_id: RunId,
+                 name: ArtifactName) -> Response[bytes]:
+        artifact, data = ops.artifact(store, caller, run_id, name)
+        return Response(data, media_type="application/octet-stream", headers={
+            "Content-Disposition": f'attachment; filename="{artifact.name}"',
+            "X-Content-Type-Options": "nosniff",
+            "Content-Security-Policy": "sandbox",
+            "X-Waypost-Sha256": artifact.sha256 or ""})
+
+
+async def read_at_most(request: Request[Any, Any, Any], limit: int) -> bytes:
+    """The whole body, refused (TooLarge: 413) as soon as it is past `limit` bytes."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise too_large(int(declared), limit)
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise too_large(size, limit)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def too_large(size: int, limit: int) -> TooLarge:
+    return TooLarge(f"the artifact is over the limit of {limit} bytes ({size} sent so far); "
+                    "nothing was stored",
+                    hint="raise [limits] max_artifact_bytes in the server's waypost.toml, or "
+                    "record a URL instead")

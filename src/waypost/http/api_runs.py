@@ -1,0 +1,75 @@
+"""The runs: list, start (with an Idempotency-Key), show, events, verify, and the A2A task
+projection. Each route reads the request into one call of `waypost.http.operations`."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from litestar import Controller, Response, get, post
+from litestar.params import HeaderParameter, JSONBody, PathParameter, QueryParameter
+
+from waypost.http import operations as ops
+from waypost.http import shapes
+from waypost.http.deps import CallerDep, ConfigDep, StoreDep
+from waypost.http.errors import ERRORS
+from waypost.model import Packet, State
+
+RunId = Annotated[str, PathParameter(max_length=64, description="The run's id (wp_…).")]
+Limit = Annotated[int, QueryParameter(ge=1, le=ops.MAX_PAGE, description="Rows per page.")]
+
+
+class RunsController(Controller):
+    path = "/api/runs"
+    tags = ("runs",)
+
+    @get("/", sync_to_thread=True, responses=ERRORS, summary="List runs, newest first")
+    def list_runs(
+        self, store: StoreDep, caller: CallerDep,
+        states: Annotated[list[State] | None, QueryParameter(
+            name="state", max_items=10, description="Only runs in these states.")] = None,
+        owner: Annotated[str | None, QueryParameter(max_length=200)] = None,
+        cursor: Annotated[str | None, QueryParameter(
+            max_length=64, description="`next_cursor` of the page before.")] = None,
+        limit: Limit = 100,
+    ) -> shapes.RunPage:
+        return ops.list_runs(store, caller, states=states or (), owner=owner, cursor=cursor,
+                             limit=limit)
+
+    @post("/", sync_to_thread=True, responses=ERRORS, status_code=201,
+          summary="Start a run (201; 200 when the Idempotency-Key found an earlier one)")
+    def start(
+        self, store: StoreDep, caller: CallerDep, config: ConfigDep,
+        data: JSONBody[shapes.StartBody],
+        idempotency_key: Annotated[str | None, HeaderParameter(
+            name="Idempotency-Key", max_length=200, description=(
+                "The same key with the same body returns the same run; with another body, "
+                "409."))] = None,
+    ) -> Response[shapes.Started]:
+        started = ops.start(store, caller, config, data, idempotency_key)
+        return Response(started, status_code=201 if started.created else 200)
+
+    @get("/{run_id:str}", sync_to_thread=True, responses=ERRORS,
+         summary="The packet, with its observed view")
+    def show(self, store: StoreDep, caller: CallerDep, run_id: RunId) -> Packet:
+        return ops.show(store, caller, run_id)
+
+    @get("/{run_id:str}/events", sync_to_thread=True, responses=ERRORS,
+         summary="The run's events, in order")
+    def events(
+        self, store: StoreDep, caller: CallerDep, run_id: RunId,
+        after: Annotated[int, QueryParameter(ge=0, le=2**62, description=(
+            "Events after this seq (`next_cursor` of the page before).")) ] = 0,
+        limit: Limit = 100,
+    ) -> shapes.EventPage:
+        return ops.events(store, caller, run_id, after=after, limit=limit)
+
+    @get("/{run_id:str}/verify", sync_to_thread=True, responses=ERRORS,
+         summary="Recompute the hash chain and the fold")
+    def verify(self, store: StoreDep, caller: CallerDep, run_id: RunId) -> shapes.Verified:
+        return ops.verify(store, caller, run_id)
+
+
+@get("/a2a/tasks/{run_id:str}", sync_to_thread=True, responses=ERRORS, tags=["a2a"],
+     summary="The run as an A2A Task")
+def a2a_task(store: StoreDep, caller: CallerDep, run_id: RunId) -> shapes.A2ATask:
+    return ops.a2a_task(store, caller, run_id)

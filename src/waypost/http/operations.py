@@ -1,0 +1,278 @@
+"""Every operation the API (and the board's owner actions) offers, as a function of the
+store, the caller's grant and the server's settings: decide the role (`core.access`),
+then call the same use case as the CLI verb, acting as the token's holder. Nothing here is
+a rule of its own; the HTTP routes only read requests into these calls."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+
+from waypost import runs
+from waypost.core import access
+from waypost.core.access import Caller, Operation
+from waypost.durations import parse_deadline, parse_duration, utcnow
+from waypost.errors import IntegrityError, InvalidInput
+from waypost.http import shapes
+from waypost.http.settings import ServerConfig
+from waypost.model import Artifact, ArtifactRole, Packet
+from waypost.runs import Run
+from waypost.store.base import Store
+from waypost.views import observe_run, observe_runs
+
+MAX_PAGE = 500  # rows one page of runs or events holds at most
+
+
+def handle(store: Store, caller: Caller, run_id: str, operation: Operation, *,
+           epoch: int | None = None, blocker: str | None = None) -> Run:
+    """A handle on the run acting as the token's holder, once its role allows `operation`
+    there (the run's rules decide the rest, as for any actor)."""
+    packet = store.get(run_id)
+    access.check_operation(caller, operation, packet, blocker=blocker)
+    return Run(store, packet.id, actor=caller.holder, epoch=epoch)
+
+
+def moved(store: Store, packet: Packet, *, epoch: int | None = None,
+          blocker: str | None = None) -> shapes.Moved:
+    return shapes.Moved(run=packet.id, state=packet.state, version=packet.version,
+                        epoch=epoch, blocker=blocker, packet=observe_run(store, packet))
+
+
+# --- reads ------------------------------------------------------------------------------
+
+
+def list_runs(store: Store, caller: Caller, *, states: Sequence[str] = (),
+              owner: str | None = None, cursor: str | None = None,
+              limit: int = 100) -> shapes.RunPage:
+    """Runs newest first (by id, which is the start order, so a page never repeats or skips
+    a run that changed meanwhile); `cursor` is the last id of the page before."""
+    from waypost.model import parse_states
+
+    access.check_operation(caller, Operation.LIST)
+    wanted = parse_states(states) or None
+    packets = access.visible(caller, store.list_runs(states=wanted, owner=owner))
+    ordered = sorted((p for p in packets if cursor is None or p.id < cursor),
+                     key=lambda p: p.id, reverse=True)
+    page = ordered[:limit]
+    more = len(ordered) > limit
+    return shapes.RunPage(runs=observe_runs(store, page, utcnow()),
+                          next_cursor=page[-1].id if more and page else None)
+
+
+def show(store: Store, caller: Caller, run_id: str) -> Packet:
+    packet = store.get(run_id)
+    access.check_operation(caller, Operation.READ, packet)
+    return observe_run(store, packet)
+
+
+def events(store: Store, caller: Caller, run_id: str, *, after: int = 0,
+           limit: int = 100) -> shapes.EventPage:
+    show(store, caller, run_id)
+    found = [e for e in store.events(run_id) if e.seq > after]
+    page = found[:limit]
+    return shapes.EventPage(events=page,
+                            next_cursor=page[-1].seq if len(found) > limit else None)
+
+
+def verify(store: Store, caller: Caller, run_id: str) -> shapes.Verified:
+    from waypost.core.history import verify_run
+
+    packet = show(store, caller, run_id)
+    try:
+        verify_run(run_id, store.events(run_id), store.get(run_id))
+    except IntegrityError as exc:
+        return shapes.Verified(run=packet.id, ok=False, problem=exc.message)
+    return shapes.Verified(run=packet.id, ok=True)
+
+
+def artifact(store: Store, caller: Caller, run_id: str, name: str) -> tuple[Artifact, bytes]:
+    show(store, caller, run_id)
+    return Run(store, run_id, actor=caller.holder).artifact(name)
+
+
+# --- start ------------------------------------------------------------------------------
+
+
+def start(store: Store, caller: Caller, config: ServerConfig, body: shapes.StartBody,
+          idempotency_key: str | None) -> shapes.Started:
+    access.check_operation(caller, Operation.START, owner=body.owner)
+    check_uris(config, target=body.target, notify=body.notify)
+    access.check_remote_gates(body.gates, outbound=config.outbound)
+    numbers = {field: None if value is None else parse_duration(value, field, positive=True)
+               for field, value in (("expect", body.expect),
+                                    ("heartbeat_interval", body.heartbeat_interval),
+                                    ("max_silence", body.max_silence),
+                                    ("review_within", body.review_within))}
+    if body.deadline is not None:
+        parse_deadline(body.deadline, utcnow(), "deadline")
+    run, created = runs.start(
+        store, body.title, actor=caller.holder, owner=body.owner or caller.holder,
+        target=body.target, notify=body.notify, kind=body.kind, deadline=body.deadline,
+        gates=[runs.parse_gate(g) for g in body.gates], worker=body.worker,
+        idempotency_key=idempotency_key, config=config.project, session=body.session,
+        expect=numbers["expect"], heartbeat_interval=numbers["heartbeat_interval"],
+        max_silence=numbers["max_silence"], review_within=numbers["review_within"])
+    packet = run.packet
+    return shapes.Started(run=packet.id, created=created, packet=observe_run(store, packet))
+
+
+def check_uris(config: ServerConfig, *, target: str | None, notify: str | None) -> None:
+    for field, uri in (("target", target), ("notify", notify)):
+        access.check_remote_uri(uri, field, outbound=config.outbound,
+                                allow_exec=config.allow_exec)
+
+
+# --- the worker's ---------------------------------------------------------------------------
+
+
+def claim(store: Store, caller: Caller, run_id: str) -> shapes.Moved:
+    run = handle(store, caller, run_id, Operation.CLAIM)
+    packet = run.claim()
+    return moved(store, packet, epoch=run.epoch)
+
+
+def resume(store: Store, caller: Caller, run_id: str) -> shapes.Resumed:
+    run = handle(store, caller, run_id, Operation.RESUME)
+    found = run.resume()
+    return shapes.Resumed(run=run_id, epoch=found.epoch, brief=found)
+
+
+def heartbeat(store: Store, caller: Caller, run_id: str,
+              body: shapes.HeartbeatBody) -> shapes.Moved:
+    run = handle(store, caller, run_id, Operation.HEARTBEAT, epoch=body.epoch)
+    return moved(store, run.heartbeat(note=body.note, progress=body.progress))
+
+
+def block(store: Store, caller: Caller, run_id: str, body: shapes.BlockBody) -> shapes.Moved:
+    run = handle(store, caller, run_id, Operation.BLOCK, epoch=body.epoch)
+    packet, blocker = run.block(body.kind, body.detail)
+    return moved(store, packet, blocker=blocker)
+
+
+def unblock(store: Store, caller: Caller, run_id: str,
+            body: shapes.UnblockBody) -> shapes.Moved:
+    run = handle(store, caller, run_id, Operation.UNBLOCK, epoch=body.epoch,
+                 blocker=body.blocker)
+    return moved(store, run.unblock(body.blocker, body.resolution))
+
+
+def add_artifact(store: Store, caller: Caller, run_id: str, *, name: str, role: ArtifactRole,
+                 epoch: int | None, data: bytes) -> shapes.Artifacted:
+    """Record bytes sent over HTTP, decided (name, rules, lease) before they are stored."""
+    import msgspec
+
+    from waypost import artifacts
+    from waypost.events import ArtifactRecorded
+
+    run = handle(store, caller, run_id, Operation.ARTIFACT, epoch=epoch)
+    record = artifacts.sent_record(name, role=role, at=utcnow(), by=caller.holder)
+    run.precheck(lambda p: ArtifactRecorded(artifact=record))
+    record = msgspec.structs.replace(record, sha256=store.put_blob(data), bytes=len(data))
+    packet = run.record_artifact(record)
+    return shapes.Artifacted(run=run_id, name=record.name, role=record.role,
+                             sha256=record.sha256 or "", bytes=len(data),
+                             version=packet.version)
+
+
+def precheck_artifact(store: Store, caller: Caller, run_id: str, *, name: str,
+                      role: ArtifactRole, epoch: int | None) -> None:
+    """Everything `add_artifact` decides, before a byte of the upload is read."""
+    from waypost import artifacts
+    from waypost.events import ArtifactRecorded
+
+    run = handle(store, caller, run_id, Operation.ARTIFACT, epoch=epoch)
+    record = artifacts.sent_record(name, role=role, at=utcnow(), by=caller.holder)
+    run.precheck(lambda p: ArtifactRecorded(artifact=record))
+
+
+def evidence(store: Store, caller: Caller, config: ServerConfig, run_id: str,
+             body: shapes.EvidenceBody) -> shapes.Moved:
+    run = handle(store, caller, run_id, Operation.EVIDENCE, epoch=body.epoch)
+    given = [f for f in ("check", "argv", "reason", "verdict")
+             if getattr(body, f) is not None]
+    if len(given) != 1:
+        raise InvalidInput("evidence takes one of: check, argv, reason, verdict (with "
+                           f"summary); got {', '.join(given) or 'none'}",
+                           hint='e.g. {"check": "artifact:report.md"}')
+    if body.check is not None:
+        access.check_remote_check(body.check, run.packet, allow_exec=config.allow_exec,
+                                  outbound=config.outbound)
+        return moved(store, run.check(body.check, config=config.project))
+    if body.argv is not None:
+        if not config.allow_exec:
+            raise access.exec_refusal("evidence run would run a command on this server")
+        return moved(store, run.record_command(
+            body.argv, kind=body.kind, timeout=config.project.evidence_timeout,
+            tail_bytes=config.project.output_tail_bytes,
+            max_output=config.project.max_output_bytes))
+    if body.reason is not None:
+        return moved(store, run.skip_evidence(body.kind, body.reason))
+    assert body.verdict is not None
+    if body.summary is None:
+        raise InvalidInput("a reported verdict needs a summary",
+                           hint='e.g. {"verdict": "passed", "summary": "42 tests pass"}')
+    return moved(store, run.report_evidence(body.kind, body.verdict, body.summary))
+
+
+def ready(store: Store, caller: Caller, config: ServerConfig, run_id: str,
+          body: shapes.ReadyBody) -> shapes.Moved:
+    run = handle(store, caller, run_id, Operation.READY, epoch=body.epoch)
+    return moved(store, run.ready(body.summary, body.public_summary, body.artifacts,
+                                  config=config.project))
+
+
+# --- the owner's ------------------------------------------------------------------------
+
+
+def review(store: Store, caller: Caller, config: ServerConfig, run_id: str) -> shapes.Reviewed:
+    run = handle(store, caller, run_id, Operation.REVIEW)
+    access.check_remote_review(run.packet, allow_exec=config.allow_exec,
+                               outbound=config.outbound)
+    # without --allow-exec, the gates look at no file of this server's: the hash re-check
+    # of an artifact recorded from a relative path finds nothing there to compare
+    cwd = None if config.allow_exec else empty_dir()
+    packet, report = run.review(config=config.project, cwd=cwd)
+    return shapes.Reviewed(run=run_id, review=report.review, approvable=report.approvable,
+                           gates=list(report.gates), packet=observe_run(store, packet))
+
+
+@functools.cache
+def empty_dir() -> str:
+    """An empty folder of this process's own (made once, left empty)."""
+    import tempfile
+
+    return tempfile.mkdtemp(prefix="waypost-review-")
+
+
+def approve(store: Store, caller: Caller, run_id: str, body: shapes.ApproveBody) -> shapes.Moved:
+    run = handle(store, caller, run_id, Operation.APPROVE)
+    return moved(store, run.approve(body.waivers))
+
+
+def changes(store: Store, caller: Caller, run_id: str, body: shapes.ReasonBody) -> shapes.Moved:
+    return moved(store, handle(store, caller, run_id, Operation.CHANGES).changes(body.reason))
+
+
+def transfer(store: Store, caller: Caller, run_id: str,
+             body: shapes.TransferBody) -> shapes.Moved:
+    run = handle(store, caller, run_id, Operation.TRANSFER)
+    return moved(store, run.transfer(body.authority, body.to))
+
+
+def cancel(store: Store, caller: Caller, run_id: str, body: shapes.ReasonBody) -> shapes.Moved:
+    return moved(store, handle(store, caller, run_id, Operation.CANCEL).cancel(body.reason))
+
+
+def retarget(store: Store, caller: Caller, config: ServerConfig, run_id: str,
+             body: shapes.RetargetBody) -> shapes.Moved:
+    run = handle(store, caller, run_id, Operation.RETARGET)
+    check_uris(config, target=body.target, notify=body.notify)
+    return moved(store, run.retarget(body.target, body.notify, body.accept_duplicate,
+                                     config=config.project))
+
+
+def a2a_task(store: Store, caller: Caller, run_id: str) -> shapes.A2ATask:
+    from waypost import a2a
+
+    return a2a.task(show(store, caller, run_id))
+
