@@ -209,3 +209,13 @@ def test_the_open_board_needs_no_token_on_loopback_and_offers_no_action(
         assert events.status_code == 200
     with serving(url) as server:
         assert httpx.get(f"{server.url}/", timeout=20).status_code == 303
+
+
+def test_the_board_routes_are_written_as_litestar_3_expects(tmp_path: Path) -> None:
+    """Built here, under -W error: an inferred dependency or parameter would warn."""
+    from waypost.http.app import create_app
+    from waypost.http.settings import ServerConfig
+
+    app = create_app(ServerConfig(store_url=str(tmp_path / "store.db")))
+    paths = {route.path for route in app.routes}
+    assert {"/", "/runs/{run_id:str}", "/events", "/login"} <= paths

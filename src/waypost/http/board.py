@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable
-from typing import Any, Final, TypeVar
+from typing import Annotated, Any, Final, TypeVar
 from urllib.parse import quote
 
 import anyio.to_thread
 import msgspec
 from litestar import Request, Response, Router, get, post
 from litestar.datastructures import Cookie
+from litestar.params import PathParameter, QueryParameter
 from litestar.response import Redirect, ServerSentEvent
 from litestar.static_files import create_static_files_router
 from litestar.types import ControllerRouterHandler
@@ -31,6 +32,7 @@ from waypost.durations import utcnow
 from waypost.http import board_session, board_views, operations, shapes, stream
 from waypost.http.board_render import HEADERS, STATIC, render
 from waypost.http.board_session import SignIn, Visitor
+from waypost.http.deps import ConfigDep, StoreDep
 from waypost.http.errors import status_of
 from waypost.http.settings import ServerConfig
 from waypost.model import Packet
@@ -42,6 +44,12 @@ ACTIONS: Final = {"review": Operation.REVIEW, "approve": Operation.APPROVE,
                   "changes": Operation.CHANGES, "cancel": Operation.CANCEL}
 FormData = dict[str, list[str]]
 BodyT = TypeVar("BodyT")
+RunId = Annotated[str, PathParameter(max_length=64, description="The run's id (wp_…).")]
+ArtifactName = Annotated[str, PathParameter(max_length=1000)]
+Action = Annotated[str, PathParameter(max_length=40)]
+After = Annotated[str | None, QueryParameter(
+    max_length=40, description="The change cursor the page was rendered at (a reconnect "
+    "sends Last-Event-ID instead, which wins).")]
 
 
 def handlers(config: ServerConfig) -> list[ControllerRouterHandler]:
@@ -68,8 +76,8 @@ async def _offload(work: Any) -> Any:
 
 
 @get("/", sync_to_thread=True)
-def board_page(request: Request[Any, Any, Any], store: Store,
-               config: ServerConfig) -> Response[str]:
+def board_page(request: Request[Any, Any, Any], store: StoreDep,
+               config: ConfigDep) -> Response[str]:
     who = board_session.visitor(request, store, config)
     cursor = store.change_cursor()  # before the read: a change in between is sent again
     now = utcnow()
@@ -80,8 +88,8 @@ def board_page(request: Request[Any, Any, Any], store: Store,
 
 
 @get("/runs/{run_id:str}", sync_to_thread=True)
-def run_page(request: Request[Any, Any, Any], store: Store, config: ServerConfig,
-             run_id: str) -> Response[str]:
+def run_page(request: Request[Any, Any, Any], store: StoreDep, config: ConfigDep,
+             run_id: RunId) -> Response[str]:
     who = board_session.visitor(request, store, config)
     return _html(_run_html(store, who, run_id))
 
@@ -98,8 +106,8 @@ def _run_html(store: Store, who: Visitor, run_id: str,
 
 
 @get("/runs/{run_id:str}/artifacts/{name:str}", sync_to_thread=True)
-def artifact(request: Request[Any, Any, Any], store: Store, config: ServerConfig,
-             run_id: str, name: str) -> Response[bytes]:
+def artifact(request: Request[Any, Any, Any], store: StoreDep, config: ConfigDep,
+             run_id: RunId, name: ArtifactName) -> Response[bytes]:
     """The stored bytes as a download, never shown inline (they are someone's input)."""
     who = board_session.visitor(request, store, config)
     if who.grant is not None:
@@ -146,7 +154,7 @@ def sign_in_form() -> Response[str]:
 
 
 @post("/login", status_code=303)
-async def sign_in(request: Request[Any, Any, Any], store: Store) -> Response[Any]:
+async def sign_in(request: Request[Any, Any, Any], store: StoreDep) -> Response[Any]:
     board_session.check_origin(request)
     form = await request.form()
     secret = str(form.get("token") or "").strip()[:512]
@@ -171,8 +179,8 @@ def sign_out(request: Request[Any, Any, Any]) -> Redirect:
 
 
 @post("/runs/{run_id:str}/{action:str}", status_code=303)
-async def act(request: Request[Any, Any, Any], store: Store, config: ServerConfig,
-              run_id: str, action: str) -> Response[Any]:
+async def act(request: Request[Any, Any, Any], store: StoreDep, config: ConfigDep,
+              run_id: RunId, action: Action) -> Response[Any]:
     """review, approve (with waivers), changes, cancel: the same rules and use cases as
     the API's; a refusal shows the run page with the reason."""
     form = await request.form()
@@ -187,7 +195,7 @@ async def act(request: Request[Any, Any, Any], store: Store, config: ServerConfi
     return Redirect(f"/runs/{quote(run_id, safe='')}", status_code=303)
 
 
-def perform(store: Store, config: ServerConfig, who: Visitor, run_id: str, action: str,
+def perform(store: StoreDep, config: ConfigDep, who: Visitor, run_id: str, action: str,
             fields: FormData) -> None:
     """One owner action as `who`'s token's holder: the API's own operation, so the same
     access rules, the same refusal of gates that would run here, the same use case."""
@@ -237,8 +245,8 @@ def _waivers(fields: FormData) -> dict[str, str]:
 @get("/events", media_type="text/event-stream", summary="The board's live feed",
      description="Server-sent events; each `id:` is the store's change cursor: reconnect "
      "with Last-Event-ID to be told of every change since.")
-async def events(request: Request[Any, Any, Any], store: Store, config: ServerConfig,
-                 after: str | None = None) -> ServerSentEvent:
+async def events(request: Request[Any, Any, Any], store: StoreDep, config: ConfigDep,
+                 after: After = None) -> ServerSentEvent:
     who = await _offload(functools.partial(board_session.visitor, request, store, config,
                                            page=False))
     last = request.headers.get("last-event-id")
