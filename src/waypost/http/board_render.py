@@ -3,7 +3,7 @@
 Rendered here rather than through Litestar's template config so that the board's pages are
 plain functions of their view models (tested without a server) and the app needs no
 template setup. Every page carries the same security headers: scripts and styles only from
-this server, no framing, forms only to this server, no referrer.
+this server, no framing, forms only to this server, no referrer to other sites.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ HEADERS: Final = {
         "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
         "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"),
     "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
+    "Referrer-Policy": "same-origin",  # no-referrer would make a post's Origin "null"
     "Cache-Control": "no-store",
 }
 
