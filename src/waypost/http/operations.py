@@ -97,7 +97,8 @@ def start(store: Store, caller: Caller, config: ServerConfig, body: shapes.Start
           idempotency_key: str | None) -> shapes.Started:
     access.check_operation(caller, Operation.START, owner=body.owner)
     check_uris(config, target=body.target, notify=body.notify)
-    access.check_remote_gates(body.gates, outbound=config.outbound)
+    gates = [runs.parse_gate(g) for g in body.gates]
+    access.check_remote_gates([g.check for g in gates], outbound=config.outbound)
     numbers = {field: None if value is None else parse_duration(value, field, positive=True)
                for field, value in (("expect", body.expect),
                                     ("heartbeat_interval", body.heartbeat_interval),
@@ -108,7 +109,7 @@ def start(store: Store, caller: Caller, config: ServerConfig, body: shapes.Start
     run, created = runs.start(
         store, body.title, actor=caller.holder, owner=body.owner or caller.holder,
         target=body.target, notify=body.notify, kind=body.kind, deadline=body.deadline,
-        gates=[runs.parse_gate(g) for g in body.gates], worker=body.worker,
+        gates=gates, worker=body.worker,
         idempotency_key=idempotency_key, config=config.project, session=body.session,
         expect=numbers["expect"], heartbeat_interval=numbers["heartbeat_interval"],
         max_silence=numbers["max_silence"], review_within=numbers["review_within"])

@@ -1,0 +1,265 @@
+"""The API's own promises: nothing runs on the server because a remote caller asked (unless
+--allow-exec), URLs registered over HTTP reach only allow-listed hosts, Idempotency-Key on
+start, cursor paging, the A2A task, Claude Code's HTTP hook, and bad input answered with the
+error document (400, 404, 409, 413, 422), never 500."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import waypost
+from tests.helpers import dump_store
+from tests.http_support import Api, issue, serving
+from waypost.config import Config
+
+
+@pytest.fixture
+def store_path(tmp_path: Path) -> Path:
+    path = tmp_path / "w.db"
+    with waypost.open_store(str(path)):
+        pass
+    return path
+
+
+@pytest.fixture
+def owner(store_path: Path) -> Iterator[Api]:
+    with serving(str(store_path), project=Config(max_artifact_bytes=4096)) as base:
+        yield Api(base, issue(str(store_path), "alice", "owner"))
+
+
+def start(api: Api, **fields: object) -> str:
+    started = api.ok("/api/runs", {"title": "Fix the flaky test", "target": "none:",
+                                   "worker": "alice", **fields})
+    run: str = started["run"]
+    return run
+
+
+def refused_unchanged(api: Api, path: Path, route: str, body: object, status: int,
+                      code: str) -> str:
+    before = dump_store(path)
+    response = api.post(route, body)
+    assert response.status_code == status, response.text
+    error = response.json()["error"]
+    assert error["code"] == code
+    assert dump_store(path) == before
+    message: str = error["message"]
+    return message
+
+
+# --- nothing runs on the server because a remote caller asked -----------------------------
+
+
+@pytest.mark.parametrize("body", [
+    {"argv": ["touch", "ran"]},
+    {"check": "command:touch ran"},
+    {"check": "http:http://127.0.0.1:1/health"},
+    {"check": "grep:root:/etc/passwd"},
+    {"check": "grep!:secret:."},
+])
+def test_evidence_that_would_run_or_read_here_is_refused(
+        owner: Api, store_path: Path, tmp_path: Path, body: dict[str, object]) -> None:
+    run = start(owner)
+    message = refused_unchanged(owner, store_path, f"/api/runs/{run}/evidence", body, 403,
+                                "refused")
+    assert "nothing runs on this server" in message
+    assert not (tmp_path / "ran").exists()
+
+
+def test_checks_over_stored_artifacts_always_work(owner: Api) -> None:
+    run = start(owner)
+    text = b"# Report\n\nThe flaky test is fixed, and here is how it was found.\n"
+    assert owner.post(f"/api/runs/{run}/artifacts/report.md", content=text,
+                      role="report").status_code == 200
+    for check in ("artifact:report.md", "no-private", "grep:flaky:report.md",
+                  "grep!:password:report.md"):
+        packet = owner.ok(f"/api/runs/{run}/evidence", {"check": check})["packet"]
+        assert packet["evidence"][-1]["verdict"] == "passed", packet["evidence"][-1]
+
+
+def test_a_review_of_gates_that_would_run_here_is_refused_until_allow_exec(
+        store_path: Path, tmp_path: Path) -> None:
+    token = issue(str(store_path), "alice", "owner")
+    marker = tmp_path / "gate-ran"
+    with serving(str(store_path)) as base:
+        api = Api(base, token)
+        run = start(api, gates=[f"touched=command:touch {marker}"])
+        api.ok(f"/api/runs/{run}/evidence", {"verdict": "passed", "summary": "it works"})
+        api.ok(f"/api/runs/{run}/ready", {"summary": "done"})
+        message = refused_unchanged(api, store_path, f"/api/runs/{run}/review", {}, 403,
+                                    "refused")
+        assert "waypost review" in api.post(f"/api/runs/{run}/review").json()["error"]["hint"]
+        assert "touched" not in message or "command:" in message
+        assert not marker.exists()
+    with serving(str(store_path), allow_exec=True) as base:
+        reviewed = Api(base, token).ok(f"/api/runs/{run}/review")
+        assert reviewed["approvable"] is True
+        assert marker.exists()
+
+
+@pytest.mark.parametrize(("field", "uri"), [
+    ("target", "https://hooks.example.org/waypost"),
+    ("notify", "http://127.0.0.1:9/notices"),
+    ("target", "http://[::1]:9/x"),
+    ("target", "exec:touch delivered"),
+])
+def test_urls_registered_over_http_reach_only_allowed_hosts(
+        owner: Api, store_path: Path, field: str, uri: str) -> None:
+    refused_unchanged(owner, store_path, "/api/runs", {"title": "t", field: uri}, 403,
+                      "refused" if uri.startswith("exec:") else "not_authorized")
+    run = start(owner)
+    refused_unchanged(owner, store_path, f"/api/runs/{run}/retarget", {field: uri}, 403,
+                      "refused" if uri.startswith("exec:") else "not_authorized")
+
+
+def test_http_gates_reach_only_allowed_hosts(owner: Api, store_path: Path) -> None:
+    refused_unchanged(owner, store_path, "/api/runs",
+                      {"title": "t", "gates": ["live=http:http://10.0.0.1/health ok"]}, 403,
+                      "not_authorized")
+
+
+def test_a_listed_host_may_be_registered(store_path: Path) -> None:
+    with serving(str(store_path), outbound=("hooks.example.org",)) as base:
+        api = Api(base, issue(str(store_path), "alice", "owner"))
+        packet = api.ok("/api/runs", {"title": "t", "target": "https://hooks.example.org/w",
+                                      "gates": ["live=http:https://hooks.example.org/ ok"]})
+        assert packet["packet"]["target"] == "https://hooks.example.org/w"
+
+
+# --- start, paging, projections -------------------------------------------------------------
+
+
+def test_idempotency_key_returns_the_same_run_and_refuses_other_parameters(
+        owner: Api, store_path: Path) -> None:
+    key = {"Idempotency-Key": "deploy-42"}
+    first = owner.post("/api/runs", {"title": "Deploy", "target": "none:"}, headers=key)
+    again = owner.post("/api/runs", {"title": "Deploy", "target": "none:"}, headers=key)
+    assert (first.status_code, again.status_code) == (201, 200)
+    assert first.json()["run"] == again.json()["run"]
+    assert again.json()["created"] is False
+    before = dump_store(store_path)
+    other = owner.post("/api/runs", {"title": "Deploy elsewhere"}, headers=key)
+    assert other.status_code == 409
+    assert other.json()["error"]["code"] == "idempotency_conflict"
+    assert dump_store(store_path) == before
+
+
+def test_cursor_paging_lists_every_run_once_while_runs_change(owner: Api) -> None:
+    started = {start(owner) for _ in range(7)}
+    seen: list[str] = []
+    cursor = None
+    for _ in range(10):
+        params = {"limit": 3, **({"cursor": cursor} if cursor else {})}
+        page = owner.get("/api/runs", **params).json()
+        seen += [p["id"] for p in page["runs"]]
+        owner.ok(f"/api/runs/{seen[-1]}/heartbeat", {"note": "moves it up the board"})
+        cursor = page["next_cursor"]
+        if cursor is None:
+            break
+    assert sorted(seen) == sorted(started)
+    assert len(seen) == len(started)
+    filtered = owner.get("/api/runs", state=["blocked"]).json()["runs"]
+    assert filtered == []
+
+
+def test_events_page_in_order(owner: Api) -> None:
+    run = start(owner)
+    for n in range(5):
+        owner.ok(f"/api/runs/{run}/heartbeat", {"note": f"beat {n}"})
+    seqs: list[int] = []
+    after = 0
+    while True:
+        page = owner.get(f"/api/runs/{run}/events", after=after, limit=2).json()
+        seqs += [e["seq"] for e in page["events"]]
+        if page["next_cursor"] is None:
+            break
+        after = page["next_cursor"]
+    assert seqs == list(range(1, 7))
+
+
+def test_the_a2a_task_and_the_artifact_download(owner: Api) -> None:
+    run = start(owner)
+    text = b"The result, in enough words to count as substantive content.\n"
+    owner.post(f"/api/runs/{run}/artifacts/result.txt", content=text, role="result")
+    task = owner.get(f"/a2a/tasks/{run}").json()
+    assert task["id"] == run
+    assert task["status"]["state"] == "TASK_STATE_WORKING"
+    got = owner.get(f"/api/runs/{run}/artifacts/result.txt")
+    assert got.content == text
+    assert got.headers["content-disposition"] == 'attachment; filename="result.txt"'
+    assert owner.get(f"/api/runs/{run}/artifacts/missing.txt").status_code == 404
+
+
+def test_claude_codes_http_stop_hook_gets_the_same_decision_as_the_cli(
+        store_path: Path) -> None:
+    with waypost.open_store(str(store_path)) as store:
+        run, _ = waypost.start(store, "Fix it", actor="alice", owner="alice", target="none:",
+                               worker="worker-1", session="s-42")
+    with serving(str(store_path)) as base:
+        api = Api(base, issue(str(store_path), "worker-1", "worker", run_id=run.id))
+        stop = {"session_id": "s-42", "hook_event_name": "Stop"}
+        answer = api.ok("/hooks/claude/stop", stop)
+        assert answer["decision"] == "block"
+        assert f"waypost: run {run.id} is in_progress with no result packet" in answer["reason"]
+        nobody = api.ok("/hooks/claude/stop", {"session_id": "s-0", "hook_event_name": "Stop"})
+        assert "decision" not in nobody
+        assert api.post("/hooks/claude/teleport", stop).status_code == 404
+        assert api.post("/hooks/claude/stop", {"session_id": "s"}).status_code == 422
+        for n in range(7):  # 8 refusals in a row in all (the default cap), as the CLI counts
+            assert api.ok("/hooks/claude/stop", stop).get("decision") == "block", n
+        gave_up = api.ok("/hooks/claude/stop", stop)
+        assert "decision" not in gave_up
+        assert "recorded blocker b1" in gave_up["systemMessage"]
+
+
+# --- bad input: the error document, never 500 -----------------------------------------------
+
+
+def test_bad_bodies_get_400_413_and_422_and_change_nothing(owner: Api,
+                                                          store_path: Path) -> None:
+    run = start(owner)
+    cases: list[tuple[bytes, int]] = [
+        (b"{not json", 400), (b"[1, 2]", 400), (b'{"note": 3}', 400),
+        (b'{"nothing": "known"}', 400), (b'{"progress": 2}', 400), (b"\xff\xfe", 400),
+        (json.dumps({"note": "n" * 5000}).encode(), 422),
+        (b'{"note": "' + b"x" * (2 << 20) + b'"}', 413),
+    ]
+    for content, status in cases:
+        before = dump_store(store_path)
+        response = owner.post(f"/api/runs/{run}/heartbeat", content=content,
+                              headers={"Content-Type": "application/json"})
+        assert response.status_code == status, (content[:40], response.text)
+        assert set(response.json()["error"]) == {"code", "message", "hint"}
+        assert dump_store(store_path) == before
+
+
+def test_an_upload_past_the_artifact_limit_gets_413_and_stores_nothing(
+        owner: Api, store_path: Path) -> None:
+    run = start(owner)
+    before = dump_store(store_path)
+    response = owner.post(f"/api/runs/{run}/artifacts/big.bin", content=b"x" * 5000)
+    assert response.status_code == 413
+    assert response.json()["error"]["code"] == "too_large"
+
+    def chunks() -> Iterator[bytes]:  # no Content-Length: counted as it streams
+        for _ in range(10):
+            yield b"y" * 1000
+
+    import httpx
+
+    streamed = httpx.post(f"{owner.url}/api/runs/{run}/artifacts/big.bin", content=chunks(),
+                          headers={"Authorization": f"Bearer {owner.token}"})
+    assert streamed.status_code == 413
+    assert dump_store(store_path) == before
+    bad_name = owner.post(f"/api/runs/{run}/artifacts/.hidden", content=b"x")
+    assert bad_name.status_code == 422
+
+
+def test_unknown_runs_and_routes_are_404(owner: Api) -> None:
+    for response in (owner.get("/api/runs/wp_nosuchrun"), owner.post("/api/runs/wp_no/claim"),
+                     owner.get("/api/nothing")):
+        assert response.status_code == 404
+        assert response.json()["error"]["code"] == "not_found"
