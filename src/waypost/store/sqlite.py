@@ -30,7 +30,6 @@ from waypost.model import (
     json_decoder,
     to_json,
 )
-from waypost.store import sqlite_api, sqlite_outbox, sqlite_watch
 from waypost.store.base import (
     AlwaysHeld,
     Diagnosis,
@@ -42,10 +41,12 @@ from waypost.store.base import (
 from waypost.store.limits import MIN_WRITER, check_setting
 from waypost.store.limits import busy_timeout as busy_timeout_setting
 from waypost.store.rows import DueRow, Skipped, decode_packet, due_page, readable_packets
-from waypost.store.sqlite_api import NEXT_CHANGE
 from waypost.store.sqlite_setup import SCHEMA_VERSION, StoreFile, integrity_diagnosis
 
 _packet_decoder = json_decoder(Packet)
+# where a write lands in the change feed: one past the highest (the write lock makes the
+# positions' order the commits' order); the index runs_change serves the max
+NEXT_CHANGE = "(SELECT coalesce(max(change_pos), 0) + 1 FROM runs)"
 
 
 class SqliteStore(Store):
@@ -150,7 +151,8 @@ class SqliteStore(Store):
 
         SQLite rewrites an index whenever its column is SET, even to the same value: owner
         and next_check_at are written only when they must change (`check_moves`), so a
-        heartbeat moves one index entry, the board's (state, updated_at)."""
+        heartbeat moves one index entry, the board's (state, updated_at), and its place in
+        the change feed."""
         if not writes:
             return
         runs, owners, checks = [], [], []
@@ -177,6 +179,8 @@ class SqliteStore(Store):
         self._insert_events(db, [e for w in writes for e in w.events])
         items = [item for w in writes for item in w.outbox]
         if items:
+            from waypost.store import sqlite_outbox  # here: a heartbeat queues nothing
+
             sqlite_outbox.queue(db, items)
 
     @staticmethod
@@ -243,31 +247,37 @@ class SqliteStore(Store):
         return readable_packets(_packet_decoder, rows, skipped)
 
     def change_cursor(self) -> int:
+        from waypost.store import sqlite_api
         with self._reading("read the change cursor") as db:
             return sqlite_api.change_cursor(db)
 
     def changes_since(self, cursor: int, *, limit: int = 500) -> tuple[list[Packet], int]:
+        from waypost.store import sqlite_api
         with self._reading("read the changes") as db:
             rows, following = sqlite_api.changes_since(db, cursor, limit)
         return readable_packets(_packet_decoder, rows, None), following
 
     def put_token(self, grant: Grant, token_hash: str) -> None:
+        from waypost.store import sqlite_api
         with self._writing(f"store token {grant.id}") as db:
             sqlite_api.put_token(db, grant, token_hash)
 
     def token_grant(self, token_hash: str) -> Grant | None:
+        from waypost.store import sqlite_api
         if self._db is None:
             return None  # no store yet, so no tokens
         with self._reading("look a token up") as db:
             return sqlite_api.token_grant(db, token_hash)
 
     def grants(self) -> list[Grant]:
+        from waypost.store import sqlite_api
         if self._db is None:
             return []
         with self._reading("list tokens") as db:
             return sqlite_api.grants(db)
 
     def revoke_token(self, token_id: str, *, at: datetime) -> Grant | None:
+        from waypost.store import sqlite_api
         with self._writing(f"revoke token {token_id}") as db:
             return sqlite_api.revoke_token(db, token_id, at)
 
@@ -298,11 +308,13 @@ class SqliteStore(Store):
 
     def claim_deliveries(self, relay: str, *, now: datetime, lease_s: float,
                          limit: int = 1) -> list[Delivery]:
+        from waypost.store import sqlite_outbox
         with self._writing("claim deliveries") as db:
             return sqlite_outbox.claim(db, relay, now=now, lease_s=lease_s, limit=limit)
 
     def retry_delivery(self, key: str, relay: str, *, error: str, retry_at: datetime,
                        outcome_unknown: bool = False) -> Delivery:
+        from waypost.store import sqlite_outbox
         with self._writing(f"record an attempt of {key}") as db:
             return sqlite_outbox.retry(db, key, relay, error=error, retry_at=retry_at,
                                        outcome_unknown=outcome_unknown)
@@ -311,6 +323,7 @@ class SqliteStore(Store):
                         receipt: str | None = None, error: str | None = None,
                         write: RunWrite | None = None,
                         outcome_unknown: bool = False) -> Delivery:
+        from waypost.store import sqlite_outbox
         with self._writing(f"finish delivery {key}") as db:
             sqlite_outbox.finish(db, key, relay, at=at, receipt=receipt, error=error,
                                  outcome_unknown=outcome_unknown)
@@ -319,36 +332,44 @@ class SqliteStore(Store):
             return sqlite_outbox.get(db, key)
 
     def deliveries(self, run_ids: Collection[str]) -> list[Delivery]:
+        from waypost.store import sqlite_outbox
         with self._reading("read deliveries") as db:
             return sqlite_outbox.of_runs(db, run_ids)
 
     def next_delivery_due(self) -> datetime | None:
+        from waypost.store import sqlite_outbox
         with self._reading("read the next delivery due") as db:
             return sqlite_outbox.next_due(db)
 
     def beat_relay(self, relay: RelayInfo) -> None:
+        from waypost.store import sqlite_outbox
         with self._writing(f"register relay {relay.id}") as db:
             sqlite_outbox.beat_relay(db, relay)
 
     def remove_relay(self, relay_id: str) -> None:
+        from waypost.store import sqlite_outbox
         with self._writing(f"remove relay {relay_id}") as db:
             sqlite_outbox.remove_relay(db, relay_id)
 
     def relays(self, *, now: datetime) -> list[RelayInfo]:
+        from waypost.store import sqlite_outbox
         with self._reading("list relays") as db:
             return sqlite_outbox.live_relays(db, now)
 
     # --- the watchdog (SQL in sqlite_watch.py) -----------------------------------------
 
     def beat_watcher(self, watcher: Watcher) -> None:
+        from waypost.store import sqlite_watch
         with self._writing(f"register watcher {watcher.id}") as db:
             sqlite_watch.beat_watcher(db, watcher)
 
     def remove_watcher(self, watcher_id: str) -> None:
+        from waypost.store import sqlite_watch
         with self._writing(f"remove watcher {watcher_id}") as db:
             sqlite_watch.remove_watcher(db, watcher_id)
 
     def watchers(self, *, now: datetime) -> list[Watcher]:
+        from waypost.store import sqlite_watch
         with self._reading("list watchers") as db:
             return sqlite_watch.live_watchers(db, now)
 
@@ -359,6 +380,7 @@ class SqliteStore(Store):
     def due_runs(self, *, now: datetime, owner: str | None = None,
                  after: tuple[datetime, str] | None = None, limit: int = 500,
                  skipped: list[Skipped] | None = None) -> list[Due]:
+        from waypost.store import sqlite_watch
         def fetch(after: tuple[datetime, str] | None, limit: int) -> list[DueRow]:
             with self._reading("list due runs") as db:
                 return sqlite_watch.due_rows(db, now=now, owner=owner, after=after,
@@ -367,10 +389,12 @@ class SqliteStore(Store):
         return due_page(fetch, _packet_decoder, after=after, limit=limit, skipped=skipped)
 
     def defer_check(self, run_id: str, *, expected_version: int, at: datetime | None) -> bool:
+        from waypost.store import sqlite_watch
         with self._writing(f"defer the next check of {run_id}") as db:
             return sqlite_watch.defer_check(db, run_id, expected_version, at)
 
     def commit_writes(self, writes: Sequence[RunWrite | Deferral]) -> list[bool]:
+        from waypost.store import sqlite_watch
         if not writes:
             return []
         with self._writing(f"commit {len(writes)} writes") as db:
@@ -385,10 +409,12 @@ class SqliteStore(Store):
         return applies
 
     def _prune_runs(self, before: datetime, states: list[str]) -> tuple[int, int, int]:
+        from waypost.store import sqlite_watch
         with self._writing("prune runs") as db:
             return sqlite_watch.prune_batch(db, before, states)
 
     def _prune_blobs(self, blobs_before: datetime, watchers_before: datetime) -> tuple[int, int]:
+        from waypost.store import sqlite_watch
         with self._writing("prune blobs") as db:
             found = sqlite_watch.prune_blobs(db, blobs_before)
             sqlite_watch.prune_watchers(db, watchers_before)

@@ -9,10 +9,6 @@ from datetime import datetime
 
 from waypost.model import Grant, Role
 
-# where a write lands in the change feed: one past the highest (the write lock makes the
-# positions' order the commits' order); runs_change serves the max
-NEXT_CHANGE = "(SELECT coalesce(max(change_pos), 0) + 1 FROM runs)"
-
 _GRANT_COLUMNS = "id, holder, role, run_id, created_at, created_by, expires_at, revoked_at"
 
 
