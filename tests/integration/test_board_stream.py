@@ -194,10 +194,12 @@ def test_an_expired_token_is_closed_too(tmp_path: Path) -> None:
 
 def test_an_idle_stream_pings_and_ends_after_its_lifetime(tmp_path: Path) -> None:
     with open_store(str(tmp_path / "store.db")) as store:
-        said = _collect(store, lambda: None, lifetime=4 * stream.PING_S)
+        said = _collect(store, lambda: None, lifetime=4 * stream.TICK_S)
         pings = [m for m in said if m.event is None and m.id is None]
-        assert len(pings) >= 3  # the opening comment, then a ping every PING_S
-        assert not any(m.event == "closed" for m in said)
+        assert len(pings) >= 4  # the opening comment, then a ping every PING_S
+        ticks = [m for m in said if m.event == "tick"]
+        assert 3 <= len(ticks) <= 4  # one every TICK_S
+        assert not any(m.event in ("closed", "runs") for m in said)
 
 
 def test_a_cursor_from_the_client_is_decided_before_use(tmp_path: Path) -> None:

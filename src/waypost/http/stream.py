@@ -29,6 +29,7 @@ from waypost.store import Store
 POLL_S: Final = 0.25  # how often the store is asked for changes
 PING_S: Final = 15.0  # an idle stream says something this often
 RECHECK_S: Final = 5.0  # how often the token is checked again
+TICK_S: Final = 30.0  # how often the page is told to refresh what time changes (liveness, age)
 LIFETIME_S: Final = 3600.0  # then the stream ends and the browser reconnects
 RETRY_MS: Final = 1000  # how long the browser waits before reconnecting
 BATCH: Final = 500  # runs per message at most
@@ -73,7 +74,10 @@ def next_batch(store: Store, cursor: int,
                visible: Callable[[Iterable[Packet]], list[Packet]]) -> Batch:
     """The runs changed since `cursor` that the visitor may see, as one `runs` message
     whose id is the cursor after them. Changes the visitor may not see still move the id
-    on (a message with an id and no data), so a reconnect does not scan them again."""
+    on (a message with an id and no data), so a reconnect does not scan them again. The
+    horizon is asked first: a cheap read, where the change scan is not."""
+    if store.change_cursor() <= cursor:
+        return Batch(message=None, cursor=cursor)
     packets, after = store.changes_since(cursor, limit=BATCH)
     if after == cursor and not packets:
         return Batch(message=None, cursor=cursor)
@@ -100,10 +104,11 @@ class Feed:
 
 async def messages(feed: Feed, cursor: int, *,
                    lifetime: float = LIFETIME_S) -> AsyncIterator[ServerSentEventMessage]:
-    """The stream from `cursor`: `runs` messages as changes commit, pings while idle, and
-    `closed` (then the end) once the token no longer counts."""
+    """The stream from `cursor`: `runs` messages as changes commit, a `tick` now and then
+    (liveness and age move with time alone), pings while idle, and `closed` (then the end)
+    once the token no longer counts."""
     yield ServerSentEventMessage(comment="waypost board", retry=RETRY_MS, data=None)
-    started = checked = said = feed.clock()
+    started = checked = said = ticked = feed.clock()
     while feed.clock() - started < lifetime:
         if feed.clock() - checked >= RECHECK_S:
             if not await feed.call(lambda: _allowed(feed)):
@@ -117,6 +122,9 @@ async def messages(feed: Feed, cursor: int, *,
         if batch.message is not None:
             yield batch.message
             said = feed.clock()
+        elif feed.clock() - ticked >= TICK_S:
+            yield ServerSentEventMessage(event="tick", data="time moved")
+            said = ticked = feed.clock()
         elif feed.clock() - said >= PING_S:
             yield ServerSentEventMessage(comment="ping", data=None)
             said = feed.clock()

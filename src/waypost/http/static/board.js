@@ -71,6 +71,7 @@
     var mine = !run || changed.some(function (r) { return r.id === run; });
     if (mine) { refresh(); }
   });
+  source.addEventListener("tick", refresh);  // liveness and age move with time alone
   source.addEventListener("closed", function () {
     source.close();
     say("closed", "stream closed: sign in again or reload");
