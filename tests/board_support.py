@@ -85,13 +85,18 @@ class Message:
     data: str
 
 
-def read_messages(lines: Iterator[str], *, until: int) -> Iterator[Message]:
-    """Server-sent events as the browser parses them (comments skipped), at most `until`."""
+def read_messages(lines: Iterator[str], *, until: int,
+                  within: float | None = None) -> Iterator[Message]:
+    """Server-sent events as the browser parses them (comments skipped), at most `until`,
+    and none once `within` seconds have passed (checked as lines arrive)."""
+    deadline = None if within is None else time.monotonic() + within
     seen = 0
     event_id: str | None = None
     event: str | None = None
     data: list[str] = []
     for line in lines:
+        if deadline is not None and time.monotonic() > deadline:
+            return
         if line == "":
             if data or event_id is not None or event is not None:
                 yield Message(id=event_id, event=event, data="\n".join(data))

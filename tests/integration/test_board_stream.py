@@ -233,3 +233,17 @@ def test_the_openapi_document_says_the_feed_is_an_event_stream(tmp_path: Path) -
     assert "/" not in document["paths"]
     assert "/login" not in document["paths"]
 
+
+
+def test_revoking_a_token_closes_its_open_stream_over_http(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    with open_store(url) as store, serving(url) as server:
+        secret, grant = tokens.issue(store, holder="dave", role="viewer", run_id=None,
+                                     ttl=None, by="test")
+        with _stream(server.url, secret) as lines:
+            tokens.revoke(store, grant.id)
+            said = list(read_messages(lines, until=100, within=3 * stream.RECHECK_S))
+        assert said[-1].event == "closed"  # within a re-check or two, not at end of life
+        again = httpx.get(f"{server.url}/events", timeout=10,
+                          headers={"Authorization": f"Bearer {secret}"})
+        assert again.status_code == 401
