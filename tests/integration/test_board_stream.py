@@ -13,6 +13,8 @@ from pathlib import Path
 
 import httpx
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import waypost
 from tests import pg
@@ -210,6 +212,23 @@ def test_a_cursor_from_the_client_is_decided_before_use(tmp_path: Path) -> None:
         for bad in ("-1", "1e3", "٣", "9" * 20, "0x10", str(2**63)):
             with pytest.raises(InvalidInput):
                 stream.start_cursor(store, bad, None)
+
+
+@given(text=st.text(max_size=30))
+def test_any_last_event_id_is_a_cursor_or_a_clear_refusal(text: str) -> None:
+    refused: str | None = None
+    cursor: int | None = None
+    try:
+        cursor = stream.parse_cursor(text, "Last-Event-ID")
+    except InvalidInput as exc:
+        refused = exc.message
+    if refused is not None:
+        assert "Last-Event-ID" in refused
+    elif cursor is not None:
+        assert 0 <= cursor <= stream.MAX_CURSOR
+        assert cursor == int(text.strip())
+    else:
+        assert not text.strip()
 
 
 def test_the_feed_refuses_a_request_without_a_token(tmp_path: Path) -> None:
