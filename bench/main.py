@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bench import board, cli_verbs, durable, pending, report, scan, writers
+from bench import board, cli_verbs, durable, http_api, pending, report, scan, writers
 from bench.harness import Section
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -61,6 +61,7 @@ STEPS: dict[str, Step] = {
     "delivery": lambda d, b: pending.delivery(d, rounds=b.delivery_rounds,
                                               batch=b.delivery_batch),
     "scan": lambda d, b: scan.run(d, rounds=b.scan_rounds),
+    "http": lambda d, b: http_api.run(d, rounds=b.writer_rounds, seconds=b.writer_seconds),
 }
 
 

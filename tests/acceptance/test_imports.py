@@ -169,6 +169,24 @@ def test_the_mcp_verb_loads_no_sdk_until_it_serves(args: list[str]) -> None:
         assert "waypost.cli.mcp" in loaded
 
 
+@pytest.mark.parametrize("args", [["--help"], ["serve", "--help"], ["token", "ls", "--help"]])
+def test_the_serve_verb_loads_no_server_stack_until_it_serves(args: list[str]) -> None:
+    """The help (which names `serve`) and the verb's own help load no Litestar, uvicorn or
+    Jinja2, and no module of waypost.http: only `waypost serve` itself does."""
+    code = ("import sys\n"
+            "from waypost.cli import main\n"
+            "code = main(sys.argv[1:])\n"
+            "print(*sorted(sys.modules), file=sys.stderr)\n"
+            "sys.exit(code)\n")
+    proc = subprocess.run([sys.executable, "-c", code, *args], capture_output=True,
+                          text=True, check=False, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert "serve" in proc.stdout or args[0] == "token"
+    loaded = set(proc.stderr.split())
+    assert sorted(n for n in loaded if n.split(".")[0] in HEAVY) == []
+    assert sorted(n for n in loaded if n.startswith("waypost.http")) == []
+
+
 def test_other_command_lines_go_through_click(run_in_store: tuple[Path, str]) -> None:
     store, run_id = run_in_store
     assert "click" in imported_modules(["heartbeat", run_id, "--help"], store)

@@ -10,9 +10,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import waypost
-from tests.helpers import dump_store
+from tests.helpers import Cli, dump_store
 from tests.http_support import Api, issue, serving
 from waypost.config import Config
 
@@ -263,3 +265,59 @@ def test_unknown_runs_and_routes_are_404(owner: Api) -> None:
                      owner.get("/api/nothing")):
         assert response.status_code == 404
         assert response.json()["error"]["code"] == "not_found"
+
+
+def test_the_reference_is_plain_html_that_loads_nothing_from_elsewhere(owner: Api) -> None:
+    page = owner.get("/schema")
+    assert page.status_code == 200
+    assert page.headers["content-type"].startswith("text/html")
+    assert "/api/runs/{run_id}/heartbeat" in page.text
+    assert "<script" not in page.text.lower()
+    assert "src=" not in page.text.lower()
+    document = owner.get("/schema/openapi.json").json()
+    assert document["openapi"].startswith("3.1")
+    heartbeat = document["components"]["schemas"]["HeartbeatBody"]
+    assert heartbeat["additionalProperties"] is False
+
+
+def test_a_missing_token_is_asked_for_as_a_bearer(owner: Api) -> None:
+    answer = Api(owner.url).get("/api/runs")
+    assert answer.status_code == 401
+    assert answer.headers["www-authenticate"] == "Bearer"
+
+
+COMMANDS = ("claim", "resume", "heartbeat", "block", "unblock", "evidence", "ready", "review",
+            "approve", "changes", "transfer", "cancel", "retarget")
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(
+        st.sampled_from(["note", "epoch", "kind", "detail", "blocker", "reason", "check",
+                         "argv", "summary", "waivers", "target", "to", "authority", "x"]),
+        inner, max_size=4), max_leaves=12)
+
+
+def test_hostile_bodies_never_get_a_5xx(store_path: Path) -> None:
+    """The hardening campaign over HTTP: any bytes, any JSON, to every command."""
+    with serving(str(store_path)) as base:
+        api = Api(base, issue(str(store_path), "alice", "owner"))
+        run = start(api)
+
+        @settings(max_examples=100, deadline=None)
+        @given(command=st.sampled_from(COMMANDS),
+               body=st.one_of(st.binary(max_size=200), JSON.map(
+                   lambda v: json.dumps(v).encode())))
+        def probe(command: str, body: bytes) -> None:
+            answer = api.post(f"/api/runs/{run}/{command}", content=body,
+                              headers={"Content-Type": "application/json"})
+            assert answer.status_code < 500, (command, body, answer.text)
+            if answer.status_code >= 400:
+                assert set(answer.json()["error"]) == {"code", "message", "hint"}
+
+        probe()
+
+
+def test_serve_refuses_an_open_board_off_loopback_before_it_listens(cli: Cli) -> None:
+    cli.ok("init")
+    refused = cli("serve", "--host", "0.0.0.0", "--open", "--port", "0")
+    assert refused.code == 2
+    assert "loopback" in refused.err

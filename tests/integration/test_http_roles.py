@@ -4,7 +4,6 @@ refused for its role. Wrong, expired, revoked and other-run tokens change nothin
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -80,7 +79,7 @@ ROLES: dict[str, tuple[tuple[str, str, str | None], set[str]]] = {
 
 
 @pytest.fixture
-def world(tmp_path: Path) -> Iterator[tuple[Path, str, str]]:
+def world(tmp_path: Path) -> tuple[Path, str, str]:
     """A store with alice's run (worker-1 holds the lease, one blocker it resolves and one
     only the owner does, a stored artifact) and another run."""
     path = tmp_path / "w.db"
@@ -95,7 +94,7 @@ def world(tmp_path: Path) -> Iterator[tuple[Path, str, str]]:
         work.add_artifact(str(notes), role=waypost.ArtifactRole.DRAFT, max_bytes=1 << 20)
         work.block(BlockerKind.OTHER, "the test database is down")
         work.block(BlockerKind.MISSING_INPUT, "the staging API key")
-    yield path, run.id, other.id
+    return path, run.id, other.id
 
 
 @pytest.mark.parametrize("role", list(ROLES))

@@ -86,8 +86,8 @@ def cli() -> None:
     --as ACTOR (else WAYPOST_ACTOR, else your user name) says who acts, and the rules are
     written in actors: only the owner approves, only the lease holder writes as the worker.
     A local store trusts --as, as git trusts a commit's author: anyone who can write the
-    store can act as anyone. Nothing in waypost authenticates an actor today (there is no
-    HTTP API yet).
+    store can act as anyone. Over HTTP (waypost serve) the actor is the holder of the
+    request's bearer token (waypost token issue).
     """
 
 

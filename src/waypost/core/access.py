@@ -202,11 +202,14 @@ def check_remote_gates(gates: Iterable[str], *, outbound: Iterable[str]) -> None
 
 
 def url_host(url: str) -> str:
-    """The host of an http(s) URL, lower-cased, without user, port or IPv6 brackets."""
+    """The host of an http(s) URL, lower-cased, without port or IPv6 brackets; "" (no host
+    that can be allowed) when the authority holds a user part or a character that parsers
+    read differently (`@`, a backslash, a percent escape, a space or a control)."""
     authority = url.partition("://")[2]
     for end in "/?#":
         authority = authority.partition(end)[0]
-    authority = authority.rpartition("@")[2]
+    if any(c in authority for c in "@\\%") or not authority.isprintable() or " " in authority:
+        return ""
     if authority.startswith("["):
         return authority[1:].partition("]")[0].lower()
     return authority.partition(":")[0].lower()

@@ -1,4 +1,4 @@
 """The HTTP API, its bearer tokens, the live web board and the host-hook endpoint (an
 adapter over the use cases, like `waypost.cli`; it maps the exception root to HTTP statuses
-in one place). Not built yet: `waypost serve` lands here.
+in one place, `waypost.http.errors`). `waypost serve` starts it (`waypost.http.app`).
 """

@@ -11,18 +11,20 @@ from litestar.datastructures import State
 from litestar.di import Provide
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.plugins import JsonRenderPlugin, YamlRenderPlugin
+from litestar.openapi.spec import Schema
 from litestar.types import ControllerRouterHandler
 
-from waypost.http import auth, board
+from waypost.http import auth, board, shapes
 from waypost.http.api_commands import CommandsController
 from waypost.http.api_files import ArtifactsController
 from waypost.http.api_hooks import claude_hook
 from waypost.http.api_runs import RunsController, a2a_task
+from waypost.http.docs import PlainDocs
 from waypost.http.errors import HANDLERS
 from waypost.http.settings import ServerConfig
 from waypost.store import Store, open_store
 
-SCHEMA_PATH = "/schema"  # /schema/openapi.json and /schema/openapi.yaml; no CDN-loaded UI
+SCHEMA_PATH = "/schema"  # the reference (HTML), /schema/openapi.json and .yaml; no CDN
 
 
 def create_app(config: ServerConfig, *, store: Store | None = None) -> Litestar:
@@ -30,16 +32,17 @@ def create_app(config: ServerConfig, *, store: Store | None = None) -> Litestar:
 
     @asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
-        opened = store if store is not None else open_store(config.store_url)
-        app.state.store = opened
+        if store is not None:  # the caller's, and already in the state
+            yield
+            return
+        app.state.store = opened = open_store(config.store_url)
         try:
             yield
         finally:
-            if store is None:
-                opened.close()
+            opened.close()
 
     handlers: list[ControllerRouterHandler] = [*api_handlers(config), *board.handlers(config)]
-    return Litestar(
+    app = Litestar(
         route_handlers=handlers,
         lifespan=[lifespan],
         dependencies={"store": Provide(store_of, sync_to_thread=False),
@@ -49,9 +52,29 @@ def create_app(config: ServerConfig, *, store: Store | None = None) -> Litestar:
         request_max_body_size=config.max_json_body,
         openapi_config=OpenAPIConfig(
             title="waypost", version="1", path=SCHEMA_PATH,
-            render_plugins=[JsonRenderPlugin(), YamlRenderPlugin()]),
-        state=State({"config": config}),
+            render_plugins=[PlainDocs(), JsonRenderPlugin(), YamlRenderPlugin()]),
+        state=State({"config": config, **({"store": store} if store is not None else {})}),
     )
+    closed_bodies(app)
+    return app
+
+
+def closed_bodies(app: Litestar) -> None:
+    """Say in the document what the bodies are: closed (msgspec refuses an unknown field,
+    so a client, and schemathesis, must not send one)."""
+    bodies = {cls.__name__ for cls in _subclasses(shapes.Body)}
+    components = app.openapi_schema.components.schemas or {}
+    for name, schema in components.items():
+        if name in bodies and isinstance(schema, Schema):
+            schema.additional_properties = False
+
+
+def _subclasses(cls: type) -> list[type]:
+    found: list[type] = [cls]
+    subclasses: list[type] = cls.__subclasses__()
+    for sub in subclasses:
+        found += _subclasses(sub)
+    return found
 
 
 def store_of(state: State) -> Store:

@@ -41,6 +41,13 @@ LITESTAR_CODES: Final[dict[int, str]] = {
     405: "method_not_allowed", 413: "too_large", 415: "unsupported_media_type",
     429: "too_many_requests"}
 
+LITESTAR_HINTS: Final[dict[int, str]] = {
+    400: "send a JSON body (the operation's schema: GET /schema/openapi.json)",
+    404: "see the routes: GET /schema",
+    405: "see the routes and their methods: GET /schema",
+    413: "send less: an artifact streams to /api/runs/RUN/artifacts/NAME under its own limit",
+}
+
 
 class ErrorBody(msgspec.Struct, frozen=True, kw_only=True):
     code: str  # stable, e.g. not_found, not_authorized, stale_lease
@@ -63,7 +70,7 @@ def document(code: str, message: str, hint: str = "") -> ErrorDocument:
 def waypost_error(_: Request[Any, Any, Any], exc: errors.WaypostError
                   ) -> Response[ErrorDocument]:
     status = status_of(exc)
-    headers = {"Retry-After": "1"} if status == 503 else None
+    headers = {503: {"Retry-After": "1"}, 401: {"WWW-Authenticate": "Bearer"}}.get(status)
     return Response(document(exc.code, exc.message, exc.hint), status_code=status,
                     headers=headers)
 
@@ -75,7 +82,8 @@ def litestar_error(_: Request[Any, Any, Any], exc: HTTPException
         body = document("invalid_request", _validation_message(exc),
                         "send a JSON body matching the operation's schema (GET /schema)")
     else:
-        body = document(LITESTAR_CODES.get(status, "error"), str(exc.detail))
+        body = document(LITESTAR_CODES.get(status, "error"), str(exc.detail),
+                        LITESTAR_HINTS.get(status, ""))
     return Response(body, status_code=status, headers=exc.headers)
 
 

@@ -1,0 +1,110 @@
+"""9. The HTTP API: heartbeats through `waypost serve` beside the same work in-process.
+
+16 clients (threads of the bench's process, each with its own connection, run and worker
+token) heartbeat their runs through one `waypost serve` process on a SQLite store for a
+fixed window; beside them, in the same interleaved rounds, 16 writer processes heartbeat
+their runs through the library on another store (item 3's pool). The figure is the
+aggregate rate of acknowledged (2xx) or committed heartbeats; every other answer is an error.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+import httpx
+
+import waypost
+from bench import writers
+from bench.harness import Figure, Section, interleave
+
+CLIENTS = 16
+HTTP = f"{CLIENTS} clients over HTTP (waypost serve)"
+LIBRARY = f"{CLIENTS} writer processes in-process"
+
+
+def _runs(url: str) -> list[tuple[str, str]]:
+    """`CLIENTS` runs, each held by its own worker, with that worker's token."""
+    from waypost import tokens
+
+    made = []
+    with waypost.open_store(url) as store:
+        for number in range(CLIENTS):
+            run, _ = waypost.start(store, f"http {number}", actor="owner", owner="owner",
+                                   target="none:", worker=f"worker-{number}")
+            secret, _ = tokens.issue(store, holder=f"worker-{number}", role="worker",
+                                     run_id=run.id, ttl=None, by="bench")
+            made.append((run.id, secret))
+    return made
+
+
+def _window(base: str, runs: list[tuple[str, str]], seconds: float,
+            errors: Counter[str]) -> float:
+    counts = [0] * len(runs)
+    until = time.monotonic() + seconds
+
+    def client(index: int, run: str, token: str) -> None:
+        with httpx.Client(base_url=base, timeout=60,
+                          headers={"Authorization": f"Bearer {token}"}) as http:
+            while time.monotonic() < until:
+                answer = http.post(f"/api/runs/{run}/heartbeat",
+                                   json={"note": "beat", "epoch": 1})
+                if answer.status_code == 200:
+                    counts[index] += 1
+                else:
+                    errors[f"{HTTP}: {answer.status_code}"] += 1
+
+    began = time.monotonic()
+    threads = [threading.Thread(target=client, args=(n, run, token))
+               for n, (run, token) in enumerate(runs)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return sum(counts) / (time.monotonic() - began)
+
+
+def _serve(url: str) -> tuple[subprocess.Popen[str], str]:
+    proc = subprocess.Popen([sys.executable, "-m", "waypost", "serve", "--port", "0"],
+                            env={**os.environ, "WAYPOST_URL": url}, stderr=subprocess.PIPE,
+                            text=True)
+    assert proc.stderr is not None
+    found = re.search(r"http://127\.0\.0\.1:\d+", proc.stderr.readline())
+    assert found, "waypost serve did not say where it listens"
+    return proc, found.group(0)
+
+
+def run(folder: Path, *, rounds: int, seconds: float) -> Section:
+    section = Section(key="http", title="9. HTTP API: heartbeats through waypost serve, "
+                      "beside the library", unit="ops/s", higher_is_better=True)
+    http_url, library_url = str(folder / "http.db"), str(folder / "library.db")
+    runs = _runs(http_url)
+    pool = writers.Pool(library_url, writers.claimed_runs(library_url, CLIENTS), "waypost")
+    server, base = _serve(http_url)
+    errors: Counter[str] = Counter()
+    try:
+        samples = interleave({
+            HTTP: lambda: _window(base, runs, seconds, errors),
+            LIBRARY: lambda: pool.window(CLIENTS, seconds, LIBRARY)}, rounds)
+    finally:
+        server.terminate()
+        server.wait(30)
+        pool.close()
+    errors.update(pool.errors)
+    section.figures = [Figure(name=label, samples=tuple(samples[label]),
+                              note=f"errors: {writers.errors_of(label, errors)}")
+                       for label in (HTTP, LIBRARY)]
+    section.add_ratio("HTTP / in-process", HTTP, LIBRARY)
+    section.counts = {"errors": sum(errors.values())}
+    section.notes.append(f"{seconds:g} s window per sample, {rounds} interleaved rounds; one "
+                         "uvicorn process (its thread pool runs the store's calls); every "
+                         "request authenticates its token and answers the packet with its "
+                         "observed view")
+    section.notes.extend(f"error: {message} (x{n})" for message, n in errors.most_common(5))
+    return section
