@@ -219,3 +219,24 @@ def test_the_board_routes_are_written_as_litestar_3_expects(tmp_path: Path) -> N
     app = create_app(ServerConfig(store_url=str(tmp_path / "store.db")))
     paths = {route.path for route in app.routes}
     assert {"/", "/runs/{run_id:str}", "/events", "/login"} <= paths
+
+
+def test_the_cookie_is_secure_when_the_request_came_as_https(board: Board) -> None:
+    with board.client() as client:
+        response = client.post("/login", data={"token": board.viewer}, headers={
+            "Origin": f"https://127.0.0.1:{board.server.port}", "X-Forwarded-Proto": "https"})
+    assert response.status_code == 303
+    assert "secure" in response.headers["set-cookie"].lower()
+
+
+def test_a_runs_token_sees_that_run_alone(board: Board) -> None:
+    with open_store(board.store_url) as store:
+        other, _ = waypost.start(store, "someone else's", actor="alice", owner="alice",
+                                 target="none:")
+        secret, _ = tokens.issue(store, holder="worker-1", role="worker", run_id=board.run,
+                                 ttl=None, by="test")
+    with board.client(secret) as client:
+        page = client.get("/").text
+        assert board.run in page
+        assert other.id not in page
+        assert client.get(f"/runs/{other.id}").status_code == 403

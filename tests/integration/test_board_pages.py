@@ -70,7 +70,8 @@ def test_hostile_strings_render_escaped_on_the_board_and_the_run_page(tmp_path: 
         now = utcnow()
         groups = board_views.board(observe_runs(store, store.list_runs(), now), now)
         board = render("board.html", groups=groups, cursor=3, run_id="", visitor=HOSTILE,
-                       csrf="", error={"code": "x", "message": HOSTILE, "hint": HOSTILE})
+                       csrf="", error={"code": "x", "message": HOSTILE, "hint": HOSTILE},
+                       capped=None)
         _assert_inert(board)
         _assert_inert(_page(store, run_id, {"cancel"}))
 
@@ -84,7 +85,7 @@ def test_any_title_is_text_never_markup(text: str) -> None:
                           quiet="", watch="unwatched", watch_detail="", blockers=(text,),
                           delivery="-", delivery_detail="", age="1s", updated="1s ago")
     page = render("board.html", groups=(board_views.Group(state="blocked", rows=(row,)),),
-                  cursor=1, run_id="", visitor="", csrf="", error=None)
+                  cursor=1, run_id="", visitor="", csrf="", error=None, capped=None)
     cell = page.split('<td class="title">', 1)[1].split("</td>", 1)[0]
     assert "<" not in cell
     assert ">" not in cell

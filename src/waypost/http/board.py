@@ -39,7 +39,7 @@ from waypost.model import Packet
 from waypost.store import Store
 from waypost.views import observe_run, observe_runs
 
-LIST_LIMIT: Final = 1000  # runs on the board, newest first
+LIST_LIMIT: Final = 1000  # runs on the board, the most recently changed first
 ACTIONS: Final = {"review": Operation.REVIEW, "approve": Operation.APPROVE,
                   "changes": Operation.CHANGES, "cancel": Operation.CANCEL}
 FormData = dict[str, list[str]]
@@ -81,10 +81,13 @@ def board_page(request: Request[Any, Any, Any], store: StoreDep,
     who = board_session.visitor(request, store, config)
     cursor = store.change_cursor()  # before the read: a change in between is sent again
     now = utcnow()
-    packets = _visible(who, store.list_runs(limit=LIST_LIMIT))
+    scoped = who.grant.run_id if who.grant is not None else None
+    listed = [store.get(scoped)] if scoped else store.list_runs(limit=LIST_LIMIT)
+    packets = _visible(who, listed)
     groups = board_views.board(observe_runs(store, packets, now), now)
     return _html(render("board.html", groups=groups, cursor=cursor, run_id="",
-                        visitor=who.label, csrf=who.csrf, error=None))
+                        visitor=who.label, csrf=who.csrf, error=None,
+                        capped=LIST_LIMIT if len(listed) >= LIST_LIMIT else None))
 
 
 @get("/runs/{run_id:str}", sync_to_thread=True)
