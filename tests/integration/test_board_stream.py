@@ -144,7 +144,8 @@ async def _inline(work: Callable[[], object]) -> object:
 
 
 def _collect(store: Store, still_allowed: Callable[[], None], *, lifetime: float,
-             on_sleep: Callable[[float], None] | None = None) -> list[Message]:
+             on_sleep: Callable[[float], None] | None = None,
+             closing: Callable[[], bool] = lambda: False) -> list[Message]:
     clock = _Clock()
 
     async def sleep(seconds: float) -> None:
@@ -153,7 +154,8 @@ def _collect(store: Store, still_allowed: Callable[[], None], *, lifetime: float
             on_sleep(clock.now)
 
     feed = stream.Feed(store=store, visible=_everyone, still_allowed=still_allowed,
-                       call=_inline, sleep=sleep, clock=clock)  # type: ignore[arg-type]
+                       call=_inline, sleep=sleep, clock=clock,  # type: ignore[arg-type]
+                       closing=closing)
 
     async def run() -> list[Message]:
         return [Message(id=None if m.id is None else str(m.id), event=m.event,
@@ -202,6 +204,15 @@ def test_an_idle_stream_pings_and_ends_after_its_lifetime(tmp_path: Path) -> Non
         ticks = [m for m in said if m.event == "tick"]
         assert 3 <= len(ticks) <= 4  # one every TICK_S
         assert not any(m.event in ("closed", "runs") for m in said)
+
+
+def test_a_stopping_server_ends_its_streams_at_the_next_poll(tmp_path: Path) -> None:
+    with open_store(str(tmp_path / "store.db")) as store:
+        polls: list[float] = []
+        said = _collect(store, lambda: None, lifetime=10_000.0, on_sleep=polls.append,
+                        closing=lambda: len(polls) >= 3)
+        assert len(polls) == 3
+        assert not any(m.event == "closed" for m in said)  # not the token's fault: no word
 
 
 def test_a_cursor_from_the_client_is_decided_before_use(tmp_path: Path) -> None:

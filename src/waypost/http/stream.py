@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import json
+import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass
@@ -35,6 +36,14 @@ RETRY_MS: Final = 1000  # how long the browser waits before reconnecting
 BATCH: Final = 500  # runs per message at most
 MAX_CURSOR: Final = 2**63 - 1
 T = TypeVar("T")
+_closing = threading.Event()
+
+
+def close_all() -> None:
+    """End every open stream at its next poll (the server is stopping): a browser then
+    reconnects with its Last-Event-ID, where a graceful shutdown would otherwise wait for
+    streams that never end."""
+    _closing.set()
 
 
 class Offload(Protocol):
@@ -100,6 +109,7 @@ class Feed:
     call: Offload
     sleep: Callable[[float], Awaitable[None]]
     clock: Callable[[], float] = time.monotonic
+    closing: Callable[[], bool] = _closing.is_set  # the server is stopping
 
 
 async def messages(feed: Feed, cursor: int, *,
@@ -109,7 +119,7 @@ async def messages(feed: Feed, cursor: int, *,
     once the token no longer counts."""
     yield ServerSentEventMessage(comment="waypost board", retry=RETRY_MS, data=None)
     started = checked = said = ticked = feed.clock()
-    while feed.clock() - started < lifetime:
+    while feed.clock() - started < lifetime and not feed.closing():
         if feed.clock() - checked >= RECHECK_S:
             if not await feed.call(lambda: _allowed(feed)):
                 yield ServerSentEventMessage(event="closed", data="the token was revoked or "
