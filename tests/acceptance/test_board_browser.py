@@ -88,6 +88,20 @@ def _scene(tmp_path: Path) -> Scene:
                  store_url=url, tmp=tmp_path, shots=tmp_path / "screenshots")
 
 
+def _the_restart(text: str, url: str) -> bool:
+    """What the server's restart makes the browser say: its stream cut, a refused reconnect."""
+    return url.partition("?")[0].endswith("/events") or "ERR_CONNECTION_REFUSED" in text
+
+
+def _watch_for_errors(page: Page, errors: list[str]) -> Page:
+    """Script errors and console errors (a CSP violation is one) end up in `errors`."""
+    page.on("pageerror", lambda exc: errors.append(f"page error: {exc}"))
+    page.on("console", lambda msg: errors.append(f"console: {msg.text} at {msg.location}")
+            if msg.type == "error" and not _the_restart(msg.text, msg.location["url"])
+            else None)
+    return page
+
+
 def _sign_in(page: Page, server: Server, token: str, where: str = "/") -> None:
     page.set_default_timeout(LIVE_MS)
     page.goto(f"{server.url}{where}")
@@ -173,17 +187,20 @@ def test_the_board_follows_a_run_live_and_the_owner_approves_it(tmp_path: Path) 
     cli = Cli(scene.store_url, tmp_path)
     cli("claim", scene.run, actor="worker-1")
     server = Server(scene.store_url, log=tmp_path / "serve.log").start()
+    errors: list[str] = []
     try:
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
             try:
-                owner = browser.new_context(accept_downloads=True).new_page()
+                owner = _watch_for_errors(
+                    browser.new_context(accept_downloads=True).new_page(), errors)
                 _sign_in(owner, server, scene.owner_token)
                 _watch_it_move(owner, scene, cli)
                 missed = _restart_meanwhile(owner, scene, cli, server)
                 _download_review_approve(owner, scene)
-                _viewer_sees_no_button(browser.new_context().new_page(), scene, server,
-                                       missed)
+                _viewer_sees_no_button(
+                    _watch_for_errors(browser.new_context().new_page(), errors), scene,
+                    server, missed)
             finally:
                 browser.close()
     finally:
@@ -191,3 +208,4 @@ def test_the_board_follows_a_run_live_and_the_owner_approves_it(tmp_path: Path) 
     with open_store(scene.store_url) as store:
         assert str(store.get(scene.run).state) == "approved"
     assert len(list(scene.shots.glob("*.png"))) == 7
+    assert errors == []
