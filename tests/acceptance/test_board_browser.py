@@ -169,8 +169,7 @@ def _download_review_approve(page: Page, scene: Scene) -> None:
 def _viewer_sees_no_button(page: Page, scene: Scene, server: Server, run: str) -> None:
     from playwright.sync_api import expect
 
-    _sign_in(page, server, scene.viewer_token, f"/runs/{run}")
-    page.goto(f"{server.url}/runs/{run}")
+    _sign_in(page, server, scene.viewer_token, f"/runs/{run}")  # back to the run's page
     expect(page.locator("#run-state")).to_have_text("in_progress")
     for button in ("#review", "#approve", "#changes", "#cancel"):
         expect(page.locator(button)).to_have_count(0)

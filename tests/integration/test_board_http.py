@@ -240,3 +240,19 @@ def test_a_runs_token_sees_that_run_alone(board: Board) -> None:
         assert board.run in page
         assert other.id not in page
         assert client.get(f"/runs/{other.id}").status_code == 403
+
+
+def test_signing_in_returns_to_the_page_asked_for_and_nowhere_else(board: Board) -> None:
+    with board.client() as client:
+        asked = client.get(f"/runs/{board.run}")
+        assert asked.headers["location"] == f"/login?next=/runs/{board.run}"
+        form = client.get(asked.headers["location"]).text
+        assert f'name="next" value="/runs/{board.run}"' in form
+        own = {"Origin": board.server.url}
+        back = client.post("/login", data={"token": board.viewer, "next": f"/runs/{board.run}"},
+                           headers=own)
+        assert back.headers["location"] == f"/runs/{board.run}"
+        for elsewhere in ("https://evil.example/", "//evil.example", "/runs/../x", "/schema"):
+            away = client.post("/login", data={"token": board.viewer, "next": elsewhere},
+                               headers=own)
+            assert away.headers["location"] == "/"

@@ -11,6 +11,7 @@ button only where both would let it through, and decides again when it is presse
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Iterable
 from typing import Annotated, Any, Final, TypeVar
 from urllib.parse import quote
@@ -47,6 +48,7 @@ BodyT = TypeVar("BodyT")
 RunId = Annotated[str, PathParameter(max_length=64, description="The run's id (wp_…).")]
 ArtifactName = Annotated[str, PathParameter(max_length=1000)]
 Action = Annotated[str, PathParameter(max_length=40)]
+NextPage = Annotated[str | None, QueryParameter(name="next", max_length=100)]
 After = Annotated[str | None, QueryParameter(
     max_length=40, description="The change cursor the page was rendered at (a reconnect "
     "sends Last-Event-ID instead, which wins).")]
@@ -152,8 +154,9 @@ def _allowed_actions(who: Visitor, packet: Packet) -> set[str]:
 
 
 @get("/login", sync_to_thread=False)
-def sign_in_form() -> Response[str]:
-    return _html(render("login.html", cursor="", run_id="", visitor="", csrf="", error=None))
+def sign_in_form(next_page: NextPage = None) -> Response[str]:
+    return _html(render("login.html", cursor="", run_id="", visitor="", csrf="", error=None,
+                        next_page=_back_to(next_page)))
 
 
 @post("/login", status_code=303)
@@ -165,9 +168,9 @@ async def sign_in(request: Request[Any, Any, Any], store: StoreDep) -> Response[
         await _offload(functools.partial(tokens.authenticate, store, secret))
     except errors.WaypostError as exc:
         return _html(render("login.html", cursor="", run_id="", visitor="", csrf="",
-                            error=exc.as_dict()), status=status_of(exc))
+                            error=exc.as_dict(), next_page="/"), status=status_of(exc))
     secure = request.url.scheme == "https"
-    return Redirect("/", status_code=303,
+    return Redirect(_back_to(str(form.get("next") or "")), status_code=303,
                     cookies=[board_session.token_cookie(secret, secure=secure)])
 
 
@@ -269,7 +272,16 @@ def _still_allowed(store: Store, who: Visitor) -> None:
 
 
 def _to_sign_in(request: Request[Any, Any, Any], _: SignIn) -> Response[Any]:
-    return Redirect("/login", status_code=303)
+    back = _back_to(request.url.path)
+    return Redirect("/login" if back == "/" else f"/login?next={quote(back, safe='/')}",
+                    status_code=303)
+
+
+def _back_to(path: str | None) -> str:
+    """Where sign-in returns: one of the board's own pages, else the board."""
+    if path and re.fullmatch(r"/runs/[A-Za-z0-9_]{1,64}", path):
+        return path
+    return "/"
 
 
 def _error_page(request: Request[Any, Any, Any], exc: errors.WaypostError) -> Response[str]:
@@ -279,7 +291,7 @@ def _error_page(request: Request[Any, Any, Any], exc: errors.WaypostError) -> Re
     if status == 401:  # a wrong, expired or revoked token: forget it, offer the form
         cookies = [board_session.cleared_cookie(secure=request.url.scheme == "https")]
         body = render("login.html", cursor="", run_id="", visitor="", csrf="",
-                      error=exc.as_dict())
+                      error=exc.as_dict(), next_page=_back_to(request.url.path))
     else:
         body = render("base.html", cursor="", run_id="", visitor="", csrf="",
                       error=exc.as_dict())
