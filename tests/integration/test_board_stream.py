@@ -215,6 +215,35 @@ def test_a_stopping_server_ends_its_streams_at_the_next_poll(tmp_path: Path) -> 
         assert not any(m.event == "closed" for m in said)  # not the token's fault: no word
 
 
+def test_streams_at_one_cursor_share_one_scan_and_miss_nothing(store_url: str) -> None:
+    """Fifty streams waiting at the same cursor cost one change scan per poll; a scan that
+    is reused while a later change commits only delays that change to the next poll."""
+    with open_store(store_url) as store:
+        scanned: list[int] = []
+        real = store.changes_since
+
+        def counting(cursor: int, *, limit: int = 500) -> tuple[list[Packet], int]:
+            scanned.append(cursor)
+            return real(cursor, limit=limit)
+
+        store.changes_since = counting  # type: ignore[method-assign]
+        clock = _Clock()
+        scans = stream.SharedScans(clock=clock)
+        cursor = store.change_cursor()
+        first = _start(store, "first")
+        batches = [stream.next_batch(store, cursor, _everyone, scans) for _ in range(50)]
+        assert len(scanned) == 1
+        assert {b.cursor for b in batches} == {batches[0].cursor}
+        second = _start(store, "second")  # commits while the scan is still fresh
+        again = stream.next_batch(store, cursor, _everyone, scans)
+        assert again.cursor == batches[0].cursor  # the reused scan: not yet seen
+        clock.now += stream.POLL_S
+        later = stream.next_batch(store, again.cursor, _everyone, scans)
+        named = {r["id"] for b in (batches[0], later) if b.message is not None
+                 for r in json.loads(str(b.message.data))["runs"]}
+        assert named == {first, second}
+
+
 def test_a_cursor_from_the_client_is_decided_before_use(tmp_path: Path) -> None:
     with open_store(str(tmp_path / "store.db")) as store:
         assert stream.start_cursor(store, "17", "3") == 17  # Last-Event-ID wins

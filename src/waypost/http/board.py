@@ -20,6 +20,7 @@ import anyio.to_thread
 import msgspec
 from litestar import Request, Response, Router, get, post
 from litestar.datastructures import Cookie
+from litestar.handlers import HTTPRouteHandler
 from litestar.params import PathParameter, QueryParameter
 from litestar.response import Redirect, ServerSentEvent
 from litestar.static_files import create_static_files_router
@@ -62,7 +63,7 @@ def handlers(config: ServerConfig) -> list[ControllerRouterHandler]:
         include_in_schema=False)
     static = create_static_files_router(path="/static", directories=[STATIC],
                                         include_in_schema=False, name="board-static")
-    return [pages, static, events]
+    return [pages, static, feed_handler(stream.SharedScans())]
 
 
 def _html(body: str, status: int = 200, cookies: list[Cookie] | None = None) -> Response[str]:
@@ -248,19 +249,24 @@ def _waivers(fields: FormData) -> dict[str, str]:
 # --- the live feed ----------------------------------------------------------------------
 
 
-@get("/events", media_type="text/event-stream", summary="The board's live feed",
-     description="Server-sent events; each `id:` is the store's change cursor: reconnect "
-     "with Last-Event-ID to be told of every change since.")
-async def events(request: Request[Any, Any, Any], store: StoreDep, config: ConfigDep,
-                 after: After = None) -> ServerSentEvent:
-    who = await _offload(functools.partial(board_session.visitor, request, store, config,
-                                           page=False))
-    last = request.headers.get("last-event-id")
-    cursor = await _offload(functools.partial(stream.start_cursor, store, last, after))
-    feed = stream.Feed(store=store, visible=functools.partial(_visible, who),
-                       still_allowed=functools.partial(_still_allowed, store, who),
-                       call=anyio.to_thread.run_sync, sleep=anyio.sleep)
-    return ServerSentEvent(stream.messages(feed, cursor))
+def feed_handler(scans: stream.SharedScans) -> HTTPRouteHandler:
+    """`/events`, its streams sharing `scans` (one per server)."""
+
+    @get("/events", media_type="text/event-stream", summary="The board's live feed",
+         description="Server-sent events; each `id:` is the store's change cursor: "
+         "reconnect with Last-Event-ID to be told of every change since.")
+    async def events(request: Request[Any, Any, Any], store: StoreDep, config: ConfigDep,
+                     after: After = None) -> ServerSentEvent:
+        who = await _offload(functools.partial(board_session.visitor, request, store, config,
+                                               page=False))
+        last = request.headers.get("last-event-id")
+        cursor = await _offload(functools.partial(stream.start_cursor, store, last, after))
+        feed = stream.Feed(store=store, visible=functools.partial(_visible, who),
+                           still_allowed=functools.partial(_still_allowed, store, who),
+                           call=anyio.to_thread.run_sync, sleep=anyio.sleep, scans=scans)
+        return ServerSentEvent(stream.messages(feed, cursor))
+
+    return events
 
 
 def _still_allowed(store: Store, who: Visitor) -> None:

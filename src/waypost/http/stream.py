@@ -73,21 +73,48 @@ def start_cursor(store: Store, last_event_id: str | None, after: str | None) -> 
     return store.change_cursor()
 
 
+class SharedScans:
+    """One change scan per cursor per poll, however many streams wait at that cursor (once
+    caught up, they all do). A scan reused for up to `fresh_s` only delays what commits
+    after it; nothing is skipped, since that lies at or past the cursor the scan answered.
+    One per server: many open boards cost one scan per change, not one each."""
+
+    def __init__(self, fresh_s: float = POLL_S,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self._fresh_s = fresh_s
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._scans: dict[tuple[int, int], tuple[float, list[Packet], int]] = {}
+
+    def changes_since(self, store: Store, cursor: int) -> tuple[list[Packet], int]:
+        key, now = (id(store), cursor), self._clock()
+        with self._lock:
+            hit = self._scans.get(key)
+        if hit is not None and now - hit[0] < self._fresh_s:
+            return hit[1], hit[2]
+        packets, after = store.changes_since(cursor, limit=BATCH)
+        with self._lock:  # keep only fresh scans: as many as cursors being waited at
+            self._scans = {k: v for k, v in self._scans.items() if now - v[0] < self._fresh_s}
+            self._scans[key] = (now, packets, after)
+        return packets, after
+
+
 @dataclass(frozen=True)
 class Batch:
     message: ServerSentEventMessage | None  # None: nothing new at all
     cursor: int  # where the next batch starts
 
 
-def next_batch(store: Store, cursor: int,
-               visible: Callable[[Iterable[Packet]], list[Packet]]) -> Batch:
+def next_batch(store: Store, cursor: int, visible: Callable[[Iterable[Packet]], list[Packet]],
+               scans: SharedScans | None = None) -> Batch:
     """The runs changed since `cursor` that the visitor may see, as one `runs` message
     whose id is the cursor after them. Changes the visitor may not see still move the id
     on (a message with an id and no data), so a reconnect does not scan them again. The
     horizon is asked first: a cheap read, where the change scan is not."""
     if store.change_cursor() <= cursor:
         return Batch(message=None, cursor=cursor)
-    packets, after = store.changes_since(cursor, limit=BATCH)
+    packets, after = (scans.changes_since(store, cursor) if scans is not None
+                      else store.changes_since(cursor, limit=BATCH))
     if after == cursor and not packets:
         return Batch(message=None, cursor=cursor)
     shown = visible(packets)
@@ -110,6 +137,7 @@ class Feed:
     sleep: Callable[[float], Awaitable[None]]
     clock: Callable[[], float] = time.monotonic
     closing: Callable[[], bool] = _closing.is_set  # the server is stopping
+    scans: SharedScans | None = None  # shared with the server's other streams
 
 
 async def messages(feed: Feed, cursor: int, *,
@@ -127,7 +155,7 @@ async def messages(feed: Feed, cursor: int, *,
                 return
             checked = feed.clock()
         batch = await feed.call(functools.partial(next_batch, feed.store, cursor,
-                                                  feed.visible))
+                                                  feed.visible, feed.scans))
         cursor = batch.cursor
         if batch.message is not None:
             yield batch.message
