@@ -4,6 +4,7 @@ artifacts downloaded as attachments. A refused post changes nothing in the store
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -14,6 +15,7 @@ import httpx
 import pytest
 
 import waypost
+from tests import pg
 from tests.board_support import Server, serving
 from waypost import tokens
 from waypost.store import open_store
@@ -65,9 +67,16 @@ def _ready_run(store_url: str, tmp_path: Path) -> str:
         return run.id
 
 
-@pytest.fixture
-def board(tmp_path: Path) -> Iterator[Board]:
-    url = f"sqlite:///{tmp_path / 'store.db'}"
+@pytest.fixture(params=["sqlite", "postgres"])
+def board(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Board]:
+    with contextlib.ExitStack() as stack:
+        url = (stack.enter_context(pg.fresh_schema()) if request.param == "postgres"
+               else f"sqlite:///{tmp_path / 'store.db'}")
+        yield stack.enter_context(_board(url, tmp_path))
+
+
+@contextmanager
+def _board(url: str, tmp_path: Path) -> Iterator[Board]:
     run = _ready_run(url, tmp_path)
     with open_store(url) as store:
         secrets = [tokens.issue(store, holder=h, role=r, run_id=None, ttl=None, by="test")[0]
