@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bench import board, cli_verbs, durable, http_api, pending, report, scan, writers
+from bench import board, cli_verbs, durable, http_api, pending, report, scan, threads, writers
 from bench.harness import Section
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -55,6 +55,8 @@ STEPS: dict[str, Step] = {
     "durable": lambda d, b: durable.run(d, rounds=b.durable_rounds, batch=b.durable_batch),
     "cli": lambda d, b: cli_verbs.run(d, rounds=b.cli_rounds),
     "writers": lambda d, b: writers.run(d, rounds=b.writer_rounds, seconds=b.writer_seconds),
+    "threads": lambda d, b: threads.run(d, rounds=b.writer_rounds,
+                                        seconds=b.writer_seconds),
     "board": lambda d, b: board.run(d, rounds=b.board_rounds, stored=b.board_runs),
     "sweep": lambda d, b: pending.sweep(d, rounds=b.sweep_rounds, stored=b.sweep_stored),
     "postgres": lambda d, b: pending.postgres(d, rounds=b.pg_rounds, seconds=b.pg_seconds),

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 import subprocess
 import sys
 import threading
@@ -21,7 +20,7 @@ import httpx
 import uvicorn
 
 from waypost import tokens
-from waypost.http.app import create_app
+from waypost.http.app import create_app, listening_socket
 from waypost.http.settings import ServerConfig
 from waypost.store import open_store
 
@@ -34,7 +33,7 @@ def serving(store_url: str, **settings: Any) -> Iterator[str]:
     config = ServerConfig(store_url=store_url, **settings)
     server = uvicorn.Server(uvicorn.Config(create_app(config), log_level="warning",
                                            timeout_graceful_shutdown=2))
-    sock = socket.create_server(("127.0.0.1", 0))
+    sock = listening_socket("127.0.0.1", 0)
     port = sock.getsockname()[1]
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()

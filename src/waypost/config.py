@@ -26,6 +26,7 @@ class Config(msgspec.Struct, frozen=True, kw_only=True):
     gates: tuple[tuple[str, str], ...] = ()  # [gates] NAME = "CHECK": every run's default gates
     deny: tuple[str, ...] = ()  # [sanitize] deny: project terms that are private
     allow: tuple[str, ...] = ()  # [sanitize] allow: terms the sanitizer must not flag
+    require_run: bool = False  # [hooks] require_run: a stop hook refuses a session with no run
     path: str | None = None  # where the config was read from
 
 
@@ -74,7 +75,7 @@ def load_config(start: str | os.PathLike[str] | None = None) -> Config:
 
 
 def _from_table(raw: dict[str, Any], where: str) -> Config:
-    for table in ("runs", "limits", "gates", "sanitize"):
+    for table in ("runs", "limits", "gates", "sanitize", "hooks"):
         if not isinstance(raw.get(table, {}), dict):
             raise InvalidInput(f"{where}: {table} must be a table ([{table}]), not a value",
                                hint=f"write [{table}] on a line of its own, its keys below")
@@ -83,7 +84,7 @@ def _from_table(raw: dict[str, Any], where: str) -> Config:
     known = {"runs": {"long_running_after"},
              "limits": {"max_artifact_bytes", "output_tail_bytes", "evidence_timeout",
                         "min_artifact_bytes", "min_artifact_words", "max_output_bytes"},
-             "sanitize": {"deny", "allow"}}
+             "sanitize": {"deny", "allow"}, "hooks": {"require_run"}}
     for table, keys in known.items():
         unknown = set(raw.get(table, {})) - keys
         if unknown:
@@ -103,6 +104,10 @@ def _from_table(raw: dict[str, Any], where: str) -> Config:
                 raise InvalidInput(f"{where}: [limits] {key} must be a whole number")
             values[key] = limits[key]
     values.update(_gates_and_terms(raw, where))
+    require = raw.get("hooks", {}).get("require_run", False)
+    if type(require) is not bool:
+        raise InvalidInput(f"{where}: [hooks] require_run must be true or false")
+    values["require_run"] = require
     return Config(**values)
 
 

@@ -10,6 +10,7 @@ from waypost.model import (
     Artifact,
     Authority,
     BlockerKind,
+    DeliveryAssurance,
     Evidence,
     Gate,
     Kind,
@@ -96,10 +97,12 @@ class Reviewed(EventData, tag="reviewed", frozen=True, kw_only=True):
     evidence: tuple[Evidence, ...] = ()  # one rechecked item per gate run
 
 
-class Delivered(EventData, tag="delivered", frozen=True, kw_only=True):
+class Delivered(EventData, tag="delivered", frozen=True, kw_only=True, omit_defaults=True):
     key: str  # the final delivery's idempotency key
     detail: str  # the target's receipt
     attempts: int
+    # omitted when None, so an event written before receipts said it hashes as it did then
+    assurance: DeliveryAssurance | None = None
 
 
 class DeliveryFailed(EventData, tag="delivery_failed", frozen=True, kw_only=True):

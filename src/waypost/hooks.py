@@ -1,9 +1,10 @@
-"""What an agent host's hooks decide, pure: may the agent stop now, and why (not).
+"""What an agent host's hooks decide, pure: may the agent stop now, and why (not); what
+a new session, or a new prompt, is told about its run.
 
 A host asks on every stop; the answer comes from the session's run alone: the packet in,
 a decision with a reason that names the exact next command out. The adapters (`waypost hook`
-on the command line, the HTTP endpoint) render it in each host's own format, count the
-refusals and record the cap's blocker.
+on the command line, the HTTP endpoint) render it in each host's own format
+(`waypost.hook_hosts`), count the refusals and record the cap's blocker.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Final
 
 import msgspec
 
+from waypost.display import one_line
 from waypost.model import TERMINAL, Blocker, BlockerKind, Packet, State, Verdict
 
 # DESIGN.md: the worker resolves its own obstacles; only the owner gives the input, the
@@ -32,9 +34,20 @@ class StopDecision(msgspec.Struct, frozen=True, kw_only=True):
     reason: str
 
 
-def decide_stop(packet: Packet | None, session: str) -> StopDecision:
-    """May the agent of `session` stop, given its run's packet (None: it has no run)?"""
+class Context(msgspec.Struct, frozen=True, kw_only=True):
+    text: str | None  # what the agent is told (None: nothing), at a session's start or a prompt
+
+
+def decide_stop(packet: Packet | None, session: str, *,
+                require_run: bool = False) -> StopDecision:
+    """May the agent of `session` stop, given its run's packet (None: it has no run)? A
+    project that requires a run for every session (`[hooks] require_run`) refuses a stop
+    with none, naming the command that starts one."""
     if packet is None:
+        if require_run:
+            return StopDecision(block=True, reason=(
+                f"waypost: this project requires a run for every session, and session "
+                f"{session} has none. Start one: {start_command(session)}"))
         return StopDecision(block=False, reason=(
             f"waypost: no run is recorded for session {session}; nothing to check"))
     run = packet.id
@@ -129,62 +142,49 @@ def cap_detail(decision: StopDecision, blocks: int) -> str:
             f"stop; still needed: {told}")[:2000]
 
 
-# --- the host's settings: waypost's entries merged in and taken out ---------------------
-
-CLAUDE_COMMANDS: Final[dict[str, str]] = {"Stop": "waypost hook stop --host claude"}
-_OURS: Final = "waypost hook "
-
-
-def _is_ours(entry: object) -> bool:
-    return (isinstance(entry, dict) and entry.get("type") == "command"
-            and isinstance(entry.get("command"), str) and entry["command"].startswith(_OURS))
+def start_command(session: str) -> str:
+    """The command that starts the run a session's hooks find (TITLE and URI to fill in)."""
+    return f"waypost start TITLE --target URI --session {shlex.quote(session)}"
 
 
-def install_claude(settings: dict[str, object]) -> dict[str, object]:
-    """`settings` (Claude Code's settings.json) with waypost's hooks added once; every other
-    key, event and hook kept as it was."""
-    merged = uninstall_claude(settings)
-    events = merged.setdefault("hooks", {})
-    if not isinstance(events, dict):
-        raise ValueError("its \"hooks\" is not an object")
-    for event, command in CLAUDE_COMMANDS.items():
-        groups = events.setdefault(event, [])
-        if not isinstance(groups, list):
-            raise ValueError(f"its hooks.{event} is not a list")
-        groups.append({"hooks": [{"type": "command", "command": command}]})
-    return merged
+def status_line(packet: Packet) -> str:
+    """The run in one line: where it stands and the next command (a prompt's context)."""
+    run = f"waypost: run {packet.id} ({packet.title})"
+    if packet.state in (State.IN_PROGRESS, State.BLOCKED):
+        said = decide_stop(packet, "").reason.removeprefix(f"waypost: run {packet.id} ")
+        line = f"{run} {said}"
+    elif packet.state is State.READY_FOR_REVIEW:
+        line = f"{run} is ready_for_review: the result waits for {packet.owner}'s review"
+    else:
+        line = f"{run} is {packet.state}: nothing is left for the agent to do"
+    return one_line(line, limit=1000)
 
 
-def uninstall_claude(settings: dict[str, object]) -> dict[str, object]:
-    """`settings` without waypost's hooks: a group left empty by that goes too, and so do an
-    event and the "hooks" object left empty (install created them)."""
-    copied: dict[str, object] = msgspec.json.decode(msgspec.json.encode(settings))
-    events = copied.get("hooks")
-    if not isinstance(events, dict):
-        return copied
-    removed = False
-    for event in list(events):
-        groups = events[event]
-        if not isinstance(groups, list) or not any(_holds_ours(g) for g in groups):
-            continue  # untouched, even when empty: install did not make it so
-        removed = True
-        kept = []
-        for group in groups:
-            if not (isinstance(group, dict) and _holds_ours(group)):
-                kept.append(group)
-                continue
-            rest = [h for h in group["hooks"] if not _is_ours(h)]
-            if rest:  # a group install made held ours alone: it goes
-                kept.append({**group, "hooks": rest})
-        if kept:
-            events[event] = kept
-        else:
-            del events[event]
-    if removed and not events:
-        del copied["hooks"]
-    return copied
+def no_run_context(session: str, *, require_run: bool) -> Context:
+    """What a session with no run is told: nothing, unless the project requires one."""
+    if not require_run:
+        return Context(text=None)
+    return Context(text=(f"waypost: this project requires a run for every session; session "
+                         f"{session} has none yet. Start one before the work: "
+                         f"{start_command(session)}"))
 
 
-def _holds_ours(group: object) -> bool:
-    inner = group.get("hooks") if isinstance(group, dict) else None
-    return isinstance(inner, list) and any(_is_ours(h) for h in inner)
+def turn_key(turn: Sequence[str], version: int) -> str:
+    """What names one stop of one turn: the host's own turn (Cursor: its generation and
+    loop count) and the run's version then. Two deliveries of that stop share it; the next
+    stop, after a follow-up, does not. (Its parts are ids of 200 characters at most.)"""
+    return "\x1f".join([*turn, str(version)])
+
+
+def no_run_count_setting(session: str) -> str:
+    """The store setting that counts a session's refusals for having no run (there is no
+    run row to count them on): named after the session, or a digest of an id that does not
+    fit a setting's name."""
+    from waypost.store.limits import MAX_SETTING_NAME, SETTING_NAME_CHARS
+
+    name = "hook.norun." + session
+    if len(name) <= MAX_SETTING_NAME and set(name) <= SETTING_NAME_CHARS:
+        return name
+    import hashlib  # here: most hosts' session ids (UUIDs) fit as they are
+
+    return "hook.norun." + hashlib.sha256(session.encode()).hexdigest()[:40]

@@ -282,6 +282,16 @@ class Delivery(Record, frozen=True, kw_only=True):
     maybe_delivered_to: tuple[str, ...] = ()
 
 
+class DeliveryAssurance(enum.StrEnum):
+    """How strong "once" was for a sent delivery: only what waypost itself can know."""
+
+    KEYED = "keyed"  # the receiver got a stable key to dedupe on (webhook-id, exec:'s env)
+    IDEMPOTENT = "idempotent"  # writing it again changes nothing (file:, content-addressed)
+    UPSERT = "upsert"  # found and updated in place (Slack ts/metadata, GitHub comment, status)
+    AT_LEAST_ONCE = "at_least_once"  # no way to check: a retry may have made a duplicate
+    NONE = "none"  # nothing was sent (none:)
+
+
 class Receipt(Record, frozen=True, kw_only=True):
     """Proof that the final delivery reached the run's target."""
 
@@ -291,6 +301,7 @@ class Receipt(Record, frozen=True, kw_only=True):
     attempts: int
     relay: str
     delivered_at: datetime
+    assurance: DeliveryAssurance | None = None  # None: recorded before receipts said it
 
 
 class RelayInfo(Record, frozen=True, kw_only=True):

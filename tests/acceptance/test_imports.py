@@ -107,18 +107,63 @@ def test_show_loads_the_a2a_projection_only_when_asked(run_in_store: tuple[Path,
     assert "waypost.a2a" in imported_modules(["show", run_id, "--a2a"], store)
 
 
-def test_the_stop_hook_imports_nothing_heavy(run_in_store: tuple[Path, str]) -> None:
-    """`waypost hook` runs on every stop of an agent: a hot verb like the others."""
-    store, _ = run_in_store
-    env = {**os.environ, "WAYPOST_URL": str(store)}
-    stop = json.dumps({"session_id": "s-imports", "hook_event_name": "Stop"})
-    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "waypost", "hook", "stop",
-                           "--host", "claude"], input=stop, capture_output=True, text=True,
-                          env=env, check=False)
+HOOK_INPUTS = {  # (host, event): the host's input naming the run's session (see below)
+    ("claude", "stop"): {"hook_event_name": "Stop", "session_id": "s-imports"},
+    ("claude", "subagent-stop"): {"hook_event_name": "SubagentStop", "session_id": "s-parent",
+                                  "agent_id": "s-imports"},
+    ("claude", "session-start"): {"hook_event_name": "SessionStart", "session_id": "s-imports"},
+    ("claude", "user-prompt-submit"): {"hook_event_name": "UserPromptSubmit",
+                                       "session_id": "s-imports"},
+    ("codex", "stop"): {"hook_event_name": "Stop", "session_id": "s-imports", "turn_id": "t"},
+    ("codex", "subagent-stop"): {"hook_event_name": "SubagentStop", "session_id": "s-parent",
+                                 "agent_id": "s-imports"},
+    ("codex", "session-start"): {"hook_event_name": "SessionStart", "session_id": "s-imports"},
+    ("codex", "user-prompt-submit"): {"hook_event_name": "UserPromptSubmit",
+                                      "session_id": "s-imports"},
+    ("gemini", "stop"): {"hook_event_name": "AfterAgent", "session_id": "s-imports"},
+    ("gemini", "session-start"): {"hook_event_name": "SessionStart", "session_id": "s-imports"},
+    ("gemini", "user-prompt-submit"): {"hook_event_name": "BeforeAgent",
+                                       "session_id": "s-imports"},
+    ("cursor", "stop"): {"hook_event_name": "stop", "conversation_id": "s-imports",
+                         "generation_id": "g1", "loop_count": 0},
+    ("cursor", "subagent-stop"): {"hook_event_name": "subagentStop",
+                                  "conversation_id": "s-parent", "subagent_id": "s-imports"},
+    ("cursor", "session-start"): {"hook_event_name": "sessionStart", "session_id": "s-imports"},
+}
+
+
+def test_every_hosts_every_event_is_covered() -> None:
+    from waypost.hook_hosts import EVENT_NAMES
+
+    assert set(HOOK_INPUTS) == {(h, e) for h, events in EVENT_NAMES.items() for e in events}
+
+
+@pytest.fixture(scope="module")
+def session_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A store whose run belongs to session s-imports, with a worker (the handoff brief)."""
+    store = tmp_path_factory.mktemp("hooks") / "w.db"
+    env = {**os.environ, "WAYPOST_URL": str(store), "WAYPOST_ACTOR": "alice"}
+    subprocess.run([sys.executable, "-m", "waypost", "start", "light", "--worker", "w1",
+                    "--session", "s-imports"], capture_output=True, env=env, check=True)
+    return store
+
+
+@pytest.mark.parametrize(("host", "event"), list(HOOK_INPUTS))
+def test_the_hooks_import_nothing_heavy(session_store: Path, host: str, event: str) -> None:
+    """`waypost hook` runs on every stop and every prompt of an agent: a hot verb like the
+    others, whatever the host and the event."""
+    env = {**os.environ, "WAYPOST_URL": str(session_store)}
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "waypost", "hook", event,
+                           "--host", host], input=json.dumps(HOOK_INPUTS[host, event]),
+                          capture_output=True, text=True, env=env, check=False)
     assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "waypost hook failed" not in proc.stdout  # the whole way, to the run's answer
+    assert "light" in proc.stdout or "HANDOFF" in proc.stdout or event.endswith("stop")
     names = importtime_modules(proc.stderr)
     assert "waypost.cli.hook" in names
     assert sorted(n for n in names if n.split(".")[0] in (*HEAVY, "click")) == []
+    if event != "session-start":  # once a session may cost more: the brief reads the history
+        assert sorted(names & {n for n in AVOIDABLE if n != "typing_extensions"}) == []
 
 
 def test_the_entry_knows_the_hot_verbs() -> None:

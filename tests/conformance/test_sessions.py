@@ -35,6 +35,22 @@ def test_the_stop_count_adds_up_and_resets(store: Store) -> None:
         store.count_stop_block("wp_nosuchrun")
 
 
+def test_one_turn_counts_once_until_the_count_is_reset(store: Store) -> None:
+    """The same stop delivered twice (Cursor runs its hooks and Claude Code's) counts once."""
+    run, _ = runs.start(store, "one", actor="alice", target="none:", session="s-1")
+    other, _ = runs.start(store, "two", actor="alice", target="none:", session="s-2")
+    assert [store.count_stop_block(run.id, turn="t1") for _ in range(3)] == [1, 1, 1]
+    assert store.count_stop_block(other.id, turn="t1") == 1  # a turn is one run's
+    assert store.count_stop_block(run.id, turn="t2") == 2
+    assert store.count_stop_block(run.id) == 3  # a stop that names no turn always counts
+    assert store.count_stop_block(run.id, turn="t2") == 3
+    assert store.count_stop_block(run.id, reset=True, turn="t2") == 0
+    assert store.count_stop_block(run.id, turn="t2") == 1  # the reset forgot the turn
+    store.count_stop_block(run.id, reset=True)
+    store.count_stop_block(other.id, reset=True)
+    assert not [n for n in store.settings() if n.startswith("hook.")]  # nothing left over
+
+
 @pytest.mark.parametrize("session", ["", "  ", "a\x00b", "x" * 10_000])
 def test_a_bad_session_id_is_refused_before_anything_is_written(store: Store,
                                                                 session: str) -> None:

@@ -40,9 +40,9 @@ BAD_TARGETS = [
     ("file:.waypost/waypost.db", "the store's own folder"),
     ("file:out/", "names a folder"),
     ("https://bob:hunter2@hooks.example/x", "credentials do not belong"),
-    ("slack:#general", "not supported yet"),
-    ("mailto:alice@example.com", "not supported yet"),
-    ("github:owner/repo#1", "not supported yet"),
+    ("slack:#general", "write the channel's ID"),
+    ("mailto:alice", "one address"),
+    ("github:owner/repo", "write github:OWNER/REPO#NUMBER"),
 ]
 
 

@@ -27,11 +27,11 @@ from tests.delivery_support import (
     new_secret,
 )
 from tests.helpers import Cli, FakeClock
-from waypost.core import outbox
+from waypost.core import outbox, receipts
 from waypost.delivery.relay import Relay
 from waypost.delivery.webhook import NO_SECRET
 from waypost.durations import utcnow
-from waypost.model import BlockerKind, DeliveryStatus, State
+from waypost.model import BlockerKind, DeliveryAssurance, DeliveryStatus, State
 from waypost.receiver import Message, Receiver
 from waypost.store import Store, open_store
 
@@ -161,7 +161,8 @@ def test_a_relay_killed_mid_send_is_resent_under_the_same_id_and_applied_once(
     assert server.ids() == [outbox.final_key(run_id)] * 2
     assert [m.id for m in applied] == [outbox.final_key(run_id)]
     assert resent.status is DeliveryStatus.SENT
-    assert resent.receipt == "HTTP 200 OK: duplicate: already applied"
+    assert receipts.read(resent.receipt) == receipts.SentReceipt(
+        said="HTTP 200 OK: duplicate: already applied", assurance=DeliveryAssurance.KEYED)
     assert db.get(run_id).state is State.DELIVERED
 
 

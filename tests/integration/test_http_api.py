@@ -163,8 +163,26 @@ def test_cursor_paging_lists_every_run_once_while_runs_change(owner: Api) -> Non
             break
     assert sorted(seen) == sorted(started)
     assert len(seen) == len(started)
-    filtered = owner.get("/api/runs", state=["blocked"]).json()["runs"]
-    assert filtered == []
+    blocked = sorted(started)[:3]
+    for run in blocked:
+        owner.ok(f"/api/runs/{run}/block", {"kind": "other", "detail": "the disk is full"})
+    assert page_ids(owner, limit=2, state=["blocked"]) == sorted(blocked, reverse=True)
+    assert page_ids(owner, limit=2, state=["blocked", "in_progress"], owner="alice") == \
+        sorted(started, reverse=True)
+    assert page_ids(owner, limit=5, owner="bob") == []
+
+
+def page_ids(api: Api, **params: object) -> list[str]:
+    """Every id the listing pages through, following `next_cursor`."""
+    seen: list[str] = []
+    cursor = None
+    for _ in range(20):
+        page = api.get("/api/runs", **params, **({"cursor": cursor} if cursor else {})).json()
+        seen += [p["id"] for p in page["runs"]]
+        cursor = page["next_cursor"]
+        if cursor is None:
+            return seen
+    raise AssertionError("the pages did not end")
 
 
 def test_events_page_in_order(owner: Api) -> None:
@@ -321,3 +339,33 @@ def test_serve_refuses_an_open_board_off_loopback_before_it_listens(cli: Cli) ->
     refused = cli("serve", "--host", "0.0.0.0", "--open", "--port", "0")
     assert refused.code == 2
     assert "loopback" in refused.err
+
+
+def test_the_servers_connections_send_small_answers_at_once() -> None:
+    """asyncio sets TCP_NODELAY only on sockets made with IPPROTO_TCP named: without it, an
+    answer written in two small parts waited ~40 ms for the client's delayed ACK."""
+    import asyncio
+    import socket
+
+    from waypost.http.app import listening_socket
+
+    async def nodelay_of_a_connection() -> int:
+        found: list[int] = []
+
+        def accepted(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            conn = writer.get_extra_info("socket")
+            found.append(conn.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+            writer.close()
+
+        server = await asyncio.start_server(accepted, sock=listening_socket("127.0.0.1", 0))
+        port = server.sockets[0].getsockname()[1]
+        _, writer = await asyncio.open_connection("127.0.0.1", port)
+        for _ in range(500):
+            if found:
+                break
+            await asyncio.sleep(0.01)
+        writer.close()
+        server.close()
+        return found[0]
+
+    assert asyncio.run(nodelay_of_a_connection()) != 0

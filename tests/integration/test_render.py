@@ -140,7 +140,8 @@ def test_a_delivered_run_shows_its_outcome_not_a_live_lease(cli: Cli, tmp_path: 
     text = clean(cli("show", run))
     outcome = next(line for line in text.splitlines() if line.startswith("  outcome"))
     assert re.fullmatch(r"  outcome    delivered to file:result\.md at \d{4}-\d\d-\d\d "
-                        r"\d\d:\d\d:\d\dZ with receipt wrote .+ \(after 1 attempt\)", outcome)
+                        r"\d\d:\d\d:\d\dZ with receipt wrote .+ \(after 1 attempt; assurance "
+                        r"idempotent: writing it again changes nothing\)", outcome)
     for live in ("progress", "liveness", "lease until", "not measured", "watch "):
         assert live not in text, live
     assert "  worker     w1 (last epoch 1)" in text

@@ -22,6 +22,9 @@ PLACES = Places(root="/srv/project", allow=("/var/reports",))
     "http://127.0.0.1:8080/hook", "https://hooks.example/x?run=1", "http://[::1]:9/h",
     "https://hooks.example", "http://a:1", "https://my_host.internal-1/x#frag",
     "exec:notify-send done", "exec:'/opt/my tools/send' --all",
+    "slack:C0123ABCD", "slack:G01ABCDEF23", "slack-webhook:https://hooks.slack.com/services/x",
+    "github:octo-org/hello.world#12", "github-status:o/r@" + "0a" * 20,
+    "github-status:o/r@" + "f" * 64, "mailto:alice@example.com", "mailto:a.b+c@mail.x.org",
     "none:",
 ])
 def test_accepted_forms(uri: str) -> None:
@@ -70,11 +73,18 @@ def test_accepted_forms(uri: str) -> None:
     ("exec:   ", "names no command"),
     ("exec:''", "names no command"),
     ("exec:echo 'unbalanced", "cannot be split into words"),
-    ("slack:#general", "slack: targets are not supported yet"),
-    ("slack-webhook:https://hooks.slack.com/x", "not supported yet"),
-    ("github:owner/repo#1", "not supported yet"),
-    ("github-status:owner/repo@abc", "not supported yet"),
-    ("mailto:alice@example.com", "not supported yet"),
+    ("slack:#general", "write the channel's ID"),
+    ("slack:", "write the channel's ID"),
+    ("slack-webhook:hooks.slack.com/x", "write slack-webhook:https://"),
+    ("slack-webhook:https://u:p@hooks.slack.com/x", "credentials do not belong"),
+    ("github:owner/repo", "write github:OWNER/REPO#NUMBER"),
+    ("github:owner/..#1", "write github:OWNER/REPO#NUMBER"),
+    ("github:owner/repo#0", "write github:OWNER/REPO#NUMBER"),
+    ("github-status:owner/repo@abc", "the full commit SHA"),
+    ("github-status:owner/repo@main", "the full commit SHA"),
+    ("mailto:alice", "one address"),
+    ("mailto:alice@example.com?subject=hi", "one address"),
+    ("mailto:a@example.com,b@example.com", "one address"),
     ("https://hooks.example/" + "a" * MAX_URI, f"longer than {MAX_URI} characters"),
 ])
 def test_refused_forms_say_why_and_list_the_accepted_ones(uri: str, why: str) -> None:

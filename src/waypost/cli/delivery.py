@@ -7,6 +7,7 @@ import threading
 import click
 
 from waypost.cli.context import Ctx, duration, stopped_by_signals, verb
+from waypost.core import receipts
 from waypost.delivery.relay import Relay
 from waypost.delivery.settings import DeliverySettings, delivery_root, load_settings
 from waypost.delivery.signing import secret_key
@@ -104,7 +105,7 @@ def describe(delivery: Delivery) -> str:
     """One line per attempt: key, target, and what came of it."""
     head = f"{delivery.key} → {delivery.target}"
     if delivery.status is DeliveryStatus.SENT:
-        return f"{head}: sent ({delivery.receipt})"
+        return f"{head}: sent ({receipts.shown(delivery.receipt)})"
     if delivery.status is DeliveryStatus.FAILED:
         return f"{head}: FAILED for good: {delivery.last_error}"
     wait = (delivery.next_attempt_at - (delivery.last_attempt_at or delivery.next_attempt_at))

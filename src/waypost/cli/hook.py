@@ -1,16 +1,17 @@
 """`waypost hook EVENT --host HOST`: an agent host's hook, its JSON on stdin, the answer on
-stdout in the host's own format. Today: Claude Code's `Stop`.
+stdout in the host's own format (`waypost.hook_hosts` reads and writes the shapes;
+`waypost.hooks` decides).
 
-Claude Code (its hooks documentation): a Stop hook gets `session_id`, `transcript_path`,
-`cwd`, `permission_mode`, `hook_event_name`, `stop_hook_active` and
-`last_assistant_message`; it answers exit 0 with `{"decision": "block", "reason": …}` to
-make the agent go on (the reason is its next instruction), or exit 0 with no decision to
-let it stop. Any exit code but 0 and 2 lets the agent stop anyway (fails open), so every
-failure of the hook's own (bad JSON, a store that cannot be opened or is busy past the
-wait) is answered as a block whose reason says what broke.
+Events: `stop` (Gemini CLI's `AfterAgent`) and `subagent-stop` refuse a stop while the run
+has no result packet; `session-start` gives the agent the handoff brief of the session's
+run, `user-prompt-submit` its one-line status. Every host lets the agent stop when a hook
+exits with any code but 0 and 2 (fails open), so every failure of the hook's own (bad
+JSON, a store that cannot be opened or is busy past the wait) is answered, exit 0, as a
+refusal whose reason says what broke; at a session's start or a prompt it is told as
+context instead (those are never refused).
 
-Run on every stop, so it stays a hot verb: no click, no HTTP, MCP or PostgreSQL stack
-unless the store is one, and a bounded wait for a busy store.
+Run on every stop and prompt, so it stays a hot verb: no click, no HTTP, MCP or PostgreSQL
+stack unless the store is one, and a bounded wait for a busy store.
 """
 
 from __future__ import annotations
@@ -21,55 +22,90 @@ import sys
 from collections.abc import Iterator
 from typing import Final
 
-import msgspec
-
-from waypost import hooks
-from waypost.cli.context import Ctx, echo
+from waypost import hook_hosts, hooks
+from waypost.cli.context import Ctx
 from waypost.errors import InvalidInput, WaypostError
-from waypost.model import BlockerKind, Packet
+from waypost.hook_hosts import HookCall
+from waypost.hooks import Context, StopDecision
+from waypost.model import TERMINAL, BlockerKind, Packet
 
-HOSTS: Final = ("claude",)
-EVENTS: Final = ("stop",)
 MAX_INPUT: Final = 1 << 20  # bytes of hook JSON read at most (a host sends a few hundred)
 INPUT_WAIT: Final = 5.0  # seconds the host's JSON may take to arrive in whole
 HOOK_WAIT: Final = "5s"  # a busy store is waited for this long, unless WAYPOST_BUSY_TIMEOUT
 
 
-class ClaudeStop(msgspec.Struct, frozen=True, kw_only=True):
-    """What Claude Code sends a Stop hook (fields it may add later are ignored)."""
-
-    session_id: str
-    hook_event_name: str
-    transcript_path: str | None = None
-    cwd: str | None = None
-    permission_mode: str | None = None
-    stop_hook_active: bool = False
-    last_assistant_message: str | None = None
-
-
 def answer(ctx: Ctx, event: str, host: str, cap: int) -> None:
-    """Decide, and print the host's answer; never raises (a failure is a block)."""
+    """Decide, and print the host's answer; never raises (a failure is a refusal)."""
     try:
-        decision = _decide(ctx, event, host, cap)
+        said: StopDecision | Context = _decide(ctx, event, host, cap)
     except WaypostError as exc:
         hint = f" (next: {exc.hint})" if exc.hint else ""
-        decision = hooks.StopDecision(block=True, reason=f"waypost hook failed: {exc}{hint}")
+        said = _failed(event, f"waypost hook failed: {exc}{hint}")
     except Exception as exc:  # a bug must not let the agent stop unchecked
-        decision = hooks.StopDecision(
-            block=True, reason=f"waypost hook failed unexpectedly: {type(exc).__name__}: {exc}")
-    _print_claude(decision)
+        said = _failed(event, f"waypost hook failed unexpectedly: {type(exc).__name__}: {exc}")
+    out, err = hook_hosts.render(host, event, said)
+    # as bytes: JSON is UTF-8 whatever the locale says, and text a stream could not encode
+    # must not end the hook with an error (which would let the agent stop)
+    for stream, text in ((sys.stdout, out), (sys.stderr, err)):
+        binary = getattr(stream, "buffer", None)  # none: a text-only stream (a test's capture)
+        if not text:
+            continue
+        stream.flush()
+        if binary is None:
+            stream.write(text + "\n")
+        else:
+            binary.write(text.encode("utf-8", "backslashreplace") + b"\n")
+        stream.flush()
 
 
-def _decide(ctx: Ctx, event: str, host: str, cap: int) -> hooks.StopDecision:
-    if host not in HOSTS or event not in EVENTS:
-        raise InvalidInput(f"waypost hook knows {', '.join(EVENTS)} for "
-                           f"{', '.join(HOSTS)}, not {event} for {host}",
-                           hint="waypost hook stop --host claude")
-    stop = read_claude_stop(read_input())
+def _failed(event: str, reason: str) -> StopDecision | Context:
+    if event in hook_hosts.CONTEXTS:
+        return Context(text=reason)
+    return StopDecision(block=True, reason=reason)
+
+
+def _decide(ctx: Ctx, event: str, host: str, cap: int) -> StopDecision | Context:
+    hook_hosts.check_supported(host, event)  # before stdin is read: a wrong hook says so
+    call = hook_hosts.read_call(host, event, read_input(), MAX_INPUT)
+    require = ctx.config.require_run
     if ctx.store_url is None and _no_default_store():
-        return hooks.decide_stop(None, stop.session_id)
+        if require and event == "stop":
+            return StopDecision(block=True, reason=(
+                f"waypost: this project requires a run for every session, and there is no "
+                f"waypost store here: waypost init, then {hooks.start_command(call.session)}"))
+        return _without_run(call, require)
     with bounded_wait():
-        return _decide_with_store(ctx, stop.session_id, cap)
+        if event in hook_hosts.CONTEXTS:
+            return _context(ctx, call, require)
+        return _decide_stop(ctx, call, cap, require)
+
+
+def _without_run(call: HookCall, require: bool) -> StopDecision | Context:
+    if call.event in hook_hosts.CONTEXTS:
+        return hooks.no_run_context(call.session, require_run=require)
+    if call.event == "subagent-stop":
+        return _subagent_free(call)
+    return hooks.decide_stop(None, call.session, require_run=require)
+
+
+def _subagent_free(call: HookCall) -> StopDecision:
+    """A subagent with no run of its own may stop: the requirement is the session's."""
+    who = f"subagent {call.agent}" if call.agent else "this subagent (the host named none)"
+    return StopDecision(block=False, reason=f"waypost: no run is recorded for {who}; "
+                        "nothing to check")
+
+
+def _context(ctx: Ctx, call: HookCall, require: bool) -> Context:
+    run_id = ctx.store.session_run(call.session)
+    packet = ctx.store.get(run_id) if run_id else None
+    if packet is None:
+        return hooks.no_run_context(call.session, require_run=require)
+    if call.event == "session-start" and packet.state not in TERMINAL and packet.worker:
+        from waypost.durations import utcnow
+        from waypost.handoff import brief, brief_text
+
+        return Context(text=brief_text(brief(packet, ctx.store.events(packet.id)), utcnow()))
+    return Context(text=hooks.status_line(packet))
 
 
 def read_input(limit: int = MAX_INPUT, wait_s: float = INPUT_WAIT) -> bytes:
@@ -93,41 +129,57 @@ def read_input(limit: int = MAX_INPUT, wait_s: float = INPUT_WAIT) -> bytes:
     return b"".join(chunks)
 
 
-def read_claude_stop(data: bytes) -> ClaudeStop:
-    if len(data) > MAX_INPUT:
-        raise InvalidInput(f"the hook's input is over {MAX_INPUT} bytes")
-    try:
-        stop = msgspec.json.decode(data, type=ClaudeStop)
-    except msgspec.DecodeError as exc:
-        raise InvalidInput(f"the hook's input is not Claude Code's Stop JSON: {exc}") from exc
-    if stop.hook_event_name != "Stop":
-        raise InvalidInput(f"waypost hook stop got a {stop.hook_event_name[:40]!r} event",
-                           hint="register it under Stop: waypost hooks install --host claude")
-    if not stop.session_id.strip() or len(stop.session_id) > 200:
-        raise InvalidInput("the hook's input has no usable session_id")
-    return stop
-
-
-def _decide_with_store(ctx: Ctx, session: str, cap: int) -> hooks.StopDecision:
+def _decide_stop(ctx: Ctx, call: HookCall, cap: int, require: bool) -> StopDecision:
+    """The run's rule, the cap and the turn: a subagent's stop by its own run (the one
+    started with the agent's id as --session), a session's by the session's."""
     store = ctx.store
-    run_id = store.session_run(session)
+    if call.event == "subagent-stop":
+        run_id = store.session_run(call.agent) if call.agent else None
+    else:
+        run_id = store.session_run(call.session)
     packet = store.get(run_id) if run_id else None
-    decision = hooks.decide_stop(packet, session)
     if packet is None:
-        return decision
+        if call.event == "subagent-stop":
+            return _subagent_free(call)
+        refused = hooks.decide_stop(None, call.session, require_run=require)
+        return _count_without_run(ctx, call, refused, cap) if refused.block else refused
+    decision = hooks.decide_stop(packet, call.session)
     if not decision.block:
         store.count_stop_block(packet.id, reset=True)
         return decision
     if hooks.cap_blocker_open(packet):  # the hook gave up on this session already
-        return hooks.StopDecision(block=False, reason=decision.reason)
-    blocks = store.count_stop_block(packet.id)
+        return StopDecision(block=False, reason=decision.reason)
+    turn = hooks.turn_key(call.turn, packet.version) if call.turn else None
+    blocks = store.count_stop_block(packet.id, turn=turn)
     if blocks <= cap:
         return decision
     return _give_up(ctx, packet, decision, blocks - 1)
 
 
-def _give_up(ctx: Ctx, packet: Packet, decision: hooks.StopDecision,
-             blocks: int) -> hooks.StopDecision:
+def _count_without_run(ctx: Ctx, call: HookCall, refused: StopDecision,
+                       cap: int) -> StopDecision:
+    """A session refused for having no run (`[hooks] require_run`): its refusals counted in
+    a store setting, as there is no run to count them on, and past the cap let stop, saying
+    so. One stop of one Cursor turn counts once, as with a run."""
+    store = ctx.store
+    name = hooks.no_run_count_setting(call.session)
+    count, _, seen = store.settings().get(name, "").partition("\x1f")
+    turn = hooks.turn_key(call.turn, 0) if call.turn else ""
+    blocks = int(count) if count.isdigit() else 0
+    if not (turn and turn == seen):
+        blocks += 1
+    if blocks > cap:
+        store.put_setting(name, None)
+        return StopDecision(block=False, reason=(
+            f"waypost: session {call.session} was refused a stop {blocks - 1} times in a row "
+            f"for having no run and is let stop, with no run to record it on. Start one "
+            f"before the next session: {hooks.start_command(call.session)}"))
+    store.put_setting(name, f"{blocks}\x1f{turn}")
+    return refused
+
+
+def _give_up(ctx: Ctx, packet: Packet, decision: StopDecision,
+             blocks: int) -> StopDecision:
     """Past the cap: a named blocker on the run, and the agent may stop, saying so. The
     blocker is written as the lease holder (the session's worker), else as the owner."""
     from waypost.runs import Run
@@ -137,7 +189,7 @@ def _give_up(ctx: Ctx, packet: Packet, decision: hooks.StopDecision,
     ctx.store.count_stop_block(packet.id, reset=True)
     _, blocker = Run(ctx.store, packet.id, actor=actor, epoch=epoch).block(
         BlockerKind.OTHER, hooks.cap_detail(decision, blocks))
-    return hooks.StopDecision(block=False, reason=(
+    return StopDecision(block=False, reason=(
         f"waypost: the agent was refused a stop {blocks} times in a row; recorded blocker "
         f"{blocker} on run {packet.id} and let it stop. Resolve it when the work goes on: "
         f"waypost unblock {packet.id} {blocker} --resolution TEXT"))
@@ -163,13 +215,3 @@ def bounded_wait() -> Iterator[None]:
         yield
     finally:
         os.environ.pop(BUSY_TIMEOUT_ENV, None)
-
-
-def _print_claude(decision: hooks.StopDecision) -> None:
-    """Claude Code's answer: a block decision on stdout, or nothing (the agent may stop;
-    the reason goes to stderr, for the host's debug log)."""
-    if decision.block:
-        echo(msgspec.json.encode({"decision": "block", "reason": decision.reason}).decode())
-    else:
-        echo(decision.reason, err=True)
-

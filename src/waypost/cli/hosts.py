@@ -1,10 +1,12 @@
-"""`waypost hooks install|uninstall --host claude`: waypost's hooks merged into the agent
+"""`waypost hooks install|uninstall --host HOST`: waypost's hooks merged into the agent
 host's own settings file, and taken out again, every other setting and hook kept.
 
-Claude Code reads `.claude/settings.json` in the project (`--scope project`) and
-`~/.claude/settings.json` (`--scope user`). The merge itself is pure
-(`waypost.hooks.install_claude`); here the file is read bounded, decided, then replaced
-atomically.
+Each host reads its file in the project (`--scope project`) and in the home folder
+(`--scope user`): Claude Code `.claude/settings.json`, Codex `.codex/hooks.json`, Gemini CLI
+`.gemini/settings.json`, Cursor `.cursor/hooks.json`. The merge itself is pure
+(`waypost.hook_settings`); here the file is read bounded, decided, then replaced
+atomically. Codex runs hooks only with a feature flag in its `config.toml`: the lines to
+add are printed, not written (a TOML file is not rewritten by hand).
 """
 
 from __future__ import annotations
@@ -16,16 +18,21 @@ from typing import Any
 
 import click
 
-from waypost import hooks
+from waypost import hook_settings
 from waypost.cli.context import Ctx, verb
 from waypost.errors import InvalidInput, NotFound
 
 MAX_SETTINGS = 1 << 20  # bytes: a settings file is a few KiB
 
 
-def settings_path(scope: str) -> str:
+FILES = {"claude": (".claude", "settings.json"), "codex": (".codex", "hooks.json"),
+         "gemini": (".gemini", "settings.json"), "cursor": (".cursor", "hooks.json")}
+CODEX_FLAG = "[features]\ncodex_hooks = true"  # Codex runs no hook without it
+
+
+def settings_path(host: str, scope: str) -> str:
     base = os.path.expanduser("~") if scope == "user" else os.getcwd()
-    return os.path.join(base, ".claude", "settings.json")
+    return os.path.join(base, *FILES[host])
 
 
 def read_settings(path: str) -> dict[str, Any]:
@@ -62,26 +69,33 @@ def write_settings(path: str, settings: dict[str, Any]) -> None:
         raise
 
 
-def _change(ctx: Ctx, scope: str, install: bool) -> None:
-    path = settings_path(scope)
+def _change(ctx: Ctx, host: str, scope: str, install: bool) -> None:
+    path = settings_path(host, scope)
     before = read_settings(path)
     try:
-        after = hooks.install_claude(before) if install else hooks.uninstall_claude(before)
+        after = (hook_settings.install(host, before) if install
+                 else hook_settings.uninstall(before))
     except ValueError as exc:
         raise InvalidInput(f"{path}: {exc}; nothing was changed") from exc
     changed = after != before
     if changed:
         write_settings(path, after)
     done = ("installed" if install else "removed") if changed else "unchanged"
-    ctx.emit({"path": path, "host": "claude", "changed": changed, "result": done},
-             f"{done}: waypost's hooks in {path}")
+    document: dict[str, Any] = {"path": path, "host": host, "changed": changed, "result": done}
+    text = f"{done}: waypost's hooks in {path}"
+    if install and host == "codex":
+        toml = "~/.codex/config.toml" if scope == "user" else ".codex/config.toml"
+        document["config_toml"] = CODEX_FLAG + "\n"
+        text += (f"\nCodex runs hooks only with these lines in {toml} (add them if they are "
+                 f"not there), and once you trust the hooks when it asks:\n{CODEX_FLAG}")
+    ctx.emit(document, text)
 
 
-HOST = click.option("--host", type=click.Choice(["claude"]), required=True,
+HOST = click.option("--host", type=click.Choice(list(FILES)), required=True,
                     help="The agent host whose settings to change.")
 SCOPE = click.option("--scope", type=click.Choice(["project", "user"]), default="project",
-                     show_default=True, help="project: ./.claude/settings.json; "
-                     "user: ~/.claude/settings.json.")
+                     show_default=True, help="project: the host's folder here (e.g. "
+                     "./.claude/settings.json); user: the one in your home folder.")
 
 
 @click.group()
@@ -94,8 +108,9 @@ def hooks_group() -> None:
 @SCOPE
 @verb
 def install(ctx: Ctx, host: str, scope: str) -> None:
-    """Add `waypost hook stop --host claude` as the Stop hook (twice changes nothing)."""
-    _change(ctx, scope, install=True)
+    """Add waypost's hooks (stop, subagent stop, session start, prompt) to the host's
+    settings; twice changes nothing."""
+    _change(ctx, host, scope, install=True)
 
 
 @hooks_group.command()
@@ -104,4 +119,4 @@ def install(ctx: Ctx, host: str, scope: str) -> None:
 @verb
 def uninstall(ctx: Ctx, host: str, scope: str) -> None:
     """Remove waypost's hooks only; every other hook and setting stays."""
-    _change(ctx, scope, install=False)
+    _change(ctx, host, scope, install=False)

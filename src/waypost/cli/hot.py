@@ -73,7 +73,10 @@ def ls_(ctx: Ctx, states: Sequence[str], owner: str | None, show_all: bool, limi
 
 
 def hook(ctx: Ctx, event: str, host: str, cap: int) -> None:
-    """An agent host's hook: the host's JSON on stdin, its answer on stdout (exit 0)."""
+    """An agent host's hook: the host's JSON on stdin, its answer on stdout (exit 0).
+
+    EVENT is stop, subagent-stop, session-start or user-prompt-submit (`waypost hooks
+    install` registers each under the host's own name for it)."""
     from waypost.cli.hook import answer  # here: the other hot verbs never read it
 
     answer(ctx, event, host, cap)
@@ -118,7 +121,8 @@ HOT = {v.name: v for v in (
             metavar="N", help=f"At most this many rows (1 to {LIMIT_MAX})."),
         *COMMON)),
     Verb(name="hook", run=hook, args=(Arg(dest="event", metavar="EVENT"),), options=(
-        Opt(name="--host", dest="host", required=True, choices=("claude",),
+        Opt(name="--host", dest="host", required=True,
+            choices=("claude", "codex", "gemini", "cursor"),
             help="The agent host whose hook this is."),
         Opt(name="--cap", dest="cap", type=stop_cap, default=8, show_default=True,
             metavar="N", envvar="WAYPOST_STOP_CAP", help="Refuse one session's stop this "

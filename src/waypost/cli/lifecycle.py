@@ -10,6 +10,7 @@ import click
 
 from waypost import model, runs
 from waypost.cli.context import Ctx, duration, epoch_option, verb
+from waypost.display import one_line
 from waypost.durations import parse_deadline, utcnow
 from waypost.errors import IntegrityError, RuleViolation
 from waypost.model import to_json
@@ -45,7 +46,9 @@ def init(ctx: Ctx, here: bool) -> None:
 @click.argument("title")
 @click.option("--owner", help="Who reviews, approves and delivers [default: --as].")
 @click.option("--target", metavar="URI", help="Where the final result goes: file:PATH, "
-              "https://…, exec:CMD or none: (required for long_running).")
+              "https://…, exec:CMD, slack:CHANNEL_ID, slack-webhook:URL, github:OWNER/REPO#N, "
+              "github-status:OWNER/REPO@SHA, mailto:ADDRESS or none: (required for "
+              "long_running).")
 @click.option("--notify", metavar="URI", help="Where non-final notices go.")
 @click.option("--kind", type=click.Choice([k.value for k in model.Kind]),
               help="bounded (inline) or long_running (detached) [default: from --expect].")
@@ -83,8 +86,24 @@ def start(ctx: Ctx, title: str, owner: str | None, target: str | None, notify: s
         heartbeat_interval=interval, max_silence=silence, review_within=review,
         session=session)
     packet = run.packet
-    ctx.emit({"run": packet.id, "created": created, "packet": observe_run(ctx.store, packet)},
-             packet.id)
+    warnings = _credential_warnings(target, notify)
+    for warning in warnings:
+        click.echo(f"warning: {one_line(warning)}", err=True)
+    ctx.emit({"run": packet.id, "created": created, "packet": observe_run(ctx.store, packet),
+              "warnings": warnings}, packet.id)
+
+
+def _credential_warnings(target: str | None, notify: str | None) -> list[str]:
+    """A Slack, GitHub or email target whose credential is not set here: said now, not
+    days later (the relay blocks the run with its name)."""
+    if not any(u and u.startswith(SERVICES) for u in (target, notify)):
+        return []  # nothing to read for: file:, http(s):, exec:, none:
+    from waypost.delivery.settings import credential_warnings
+
+    return credential_warnings({"target": target, "notify": notify})
+
+
+SERVICES = ("slack:", "github:", "github-status:", "mailto:")
 
 
 @click.command()

@@ -18,6 +18,7 @@ import click
 from waypost.cli.context import Ctx, duration, verb
 from waypost.durations import utcnow
 from waypost.errors import InvalidInput, NotFound, WaypostError
+from waypost.model import TERMINAL, State
 from waypost.store import POSTGRES_SCHEMES, Store, open_postgres, sqlite_path
 from waypost.store.base import Diagnosis, SchemaState, Status
 
@@ -85,7 +86,8 @@ def diagnose(ctx: Ctx, max_skew: float) -> tuple[str, list[Diagnosis], bool]:
         connect, *settings = store.diagnose(opened_ms=elapsed_ms, max_skew=max_skew)
         schema = _schema_check(store.schema_state())
         rest = ([_guarded("runs", store.rows_diagnosis), _guarded("watchers", lambda:
-                 _watchers_check(store))] if schema.status is Status.OK else [])
+                 _watchers_check(store)), _guarded("credentials", lambda:
+                 _credentials_check(store))] if schema.status is Status.OK else [])
         return store.url, [connect, schema, *settings, *rest], False
 
 
@@ -112,6 +114,29 @@ def _open_as_found(ctx: Ctx, postgres: bool) -> tuple[Store, float]:
     else:
         store = ctx.store
     return store, (time.perf_counter() - began) * 1000
+
+
+def _credentials_check(store: Store) -> Diagnosis:
+    """Whether the relay here has every credential the open runs' targets need (a Slack
+    token, a GitHub token, an SMTP server and sender): a missing one blocks a run's
+    delivery with its name, so doctor says it first."""
+    from waypost.delivery.settings import load_settings, missing_credential
+
+    settings = load_settings()
+    open_runs = store.list_runs(states=[s for s in State if s not in TERMINAL])
+    missing: dict[str, list[str]] = {}
+    for packet in open_runs:
+        for uri in (packet.target, packet.notify):
+            why = missing_credential(uri, settings) if uri else None
+            if why:
+                missing.setdefault(why, []).append(packet.id)
+    if not missing:
+        return Diagnosis(name="credentials", status=Status.OK,
+                         detail="every open run's target has the credentials it needs here")
+    said = "; ".join(f"{why}: needed by {len(set(ids))} open run(s), e.g. {ids[0]}"
+                     for why, ids in sorted(missing.items()))
+    return Diagnosis(name="credentials", status=Status.WARN,
+                     detail=f"{said} (a relay here would block them with delivery_failed)")
 
 
 def _schema_check(state: SchemaState) -> Diagnosis:

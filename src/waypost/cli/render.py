@@ -84,7 +84,8 @@ def outcome(packet: Packet) -> str:
                 "nobody was told")
     tries = f"{receipt.attempts} attempt{'s' if receipt.attempts != 1 else ''}"
     return (f"delivered to {one_line(receipt.target)} at {_when(receipt.delivered_at)} "
-            f"with receipt {one_line(receipt.detail)} (after {tries})")
+            f"with receipt {one_line(receipt.detail)} (after {tries}; "
+            f"{observed.assurance_text(receipt.assurance)})")
 
 
 def show_text(packet: Packet, now: datetime) -> str:

@@ -3,7 +3,6 @@ verb runs."""
 
 from __future__ import annotations
 
-import socket
 from typing import Final
 
 import click
@@ -37,7 +36,7 @@ def serve(ctx: Ctx, host: str, port: int, allow_exec: bool, open_board: bool,
     try:
         import uvicorn
 
-        from waypost.http.app import create_app
+        from waypost.http.app import create_app, listening_socket
         from waypost.http.settings import ServerConfig
     except ImportError as exc:
         raise InvalidInput(f"waypost serve needs the server extra, which is not installed "
@@ -50,7 +49,7 @@ def serve(ctx: Ctx, host: str, port: int, allow_exec: bool, open_board: bool,
                           project=ctx.config)
     app = create_app(config)
     try:
-        sock = socket.create_server((host, port))
+        sock = listening_socket(host, port)
     except OSError as exc:
         raise InvalidInput(f"cannot listen on {host}:{port}: {exc.strerror}",
                            hint="choose another --port (0: any free one)") from exc

@@ -317,7 +317,8 @@ def _delivered(packet: Packet, event: Event) -> Packet:
     assert isinstance(data, Delivered)
     _check_final_key(packet, data.key)
     receipt = Receipt(key=data.key, target=packet.target, detail=data.detail,
-                      attempts=data.attempts, relay=event.actor, delivered_at=event.at)
+                      attempts=data.attempts, relay=event.actor, delivered_at=event.at,
+                      assurance=data.assurance)
     return msgspec.structs.replace(packet, receipt=receipt)
 
 

@@ -13,11 +13,13 @@ from datetime import datetime
 
 import msgspec
 
+from waypost.core import receipts
 from waypost.core.due import last_sign_of_life, liveness
 from waypost.durations import format_duration
 from waypost.model import (
     TERMINAL,
     Delivery,
+    DeliveryAssurance,
     DeliveryStatus,
     Kind,
     Observed,
@@ -51,7 +53,7 @@ def delivery_line(packet: Packet, deliveries: Sequence[Delivery] = (),
         if none:
             return f"finished {at}; target none: nothing was sent, nobody was told"
         return (f"delivered to {packet.target} at {at} after {_attempts(receipt.attempts)}; "
-                f"receipt: {receipt.detail}")
+                f"receipt: {receipt.detail}; {assurance_text(receipt.assurance)}")
     final = final_of(deliveries)
     if final is None:
         if none:
@@ -67,7 +69,8 @@ def _row_line(final: Delivery, now: datetime | None,
     tried = (f"{_attempts(final.attempts)}, last error: {final.last_error}"
              if final.last_error else _attempts(final.attempts))
     if final.status is DeliveryStatus.SENT:
-        return f"sent to {final.target} (receipt: {final.receipt}) but not recorded on the run"
+        return (f"sent to {final.target} (receipt: {receipts.shown(final.receipt)}) but not "
+                "recorded on the run")
     if final.status is DeliveryStatus.FAILED:
         return (f"FAILED for good to {final.target} after {tried}; resolve the "
                 "delivery_failed blocker to send it again under the same key, or send it "
@@ -100,7 +103,7 @@ def row(delivery: Delivery, now: datetime) -> str:
     details = [_attempts(delivery.attempts)]
     if delivery.status is DeliveryStatus.SENT:
         when = f"{delivery.sent_at:%Y-%m-%d %H:%M:%S}Z" if delivery.sent_at else "?"
-        details.append(f"sent {when}: {delivery.receipt}")
+        details.append(f"sent {when}: {receipts.shown(delivery.receipt)}")
     elif delivery.last_error:
         details.append(f"last error: {delivery.last_error}")
     if delivery.status is DeliveryStatus.QUEUED:
@@ -119,6 +122,22 @@ def _maybe_delivered(delivery: Delivery) -> list[str]:
         said.append("retargeted with a duplicate accepted: "
                     f"{', '.join(delivery.maybe_delivered_to)} may already have the result")
     return said
+
+
+ASSURANCES = {
+    DeliveryAssurance.KEYED: "keyed: the receiver got a stable key to apply it once",
+    DeliveryAssurance.IDEMPOTENT: "idempotent: writing it again changes nothing",
+    DeliveryAssurance.UPSERT: "upsert: found and updated in place, never posted twice",
+    DeliveryAssurance.AT_LEAST_ONCE: "at least once: a retry may have made a duplicate",
+    DeliveryAssurance.NONE: "none: nothing was sent",
+}
+
+
+def assurance_text(assurance: DeliveryAssurance | None) -> str:
+    """The receipt's assurance in words (an older receipt did not record one)."""
+    if assurance is None:
+        return "assurance not recorded"
+    return f"assurance {ASSURANCES[assurance]}"
 
 
 def _attempts(count: int) -> str:

@@ -8,13 +8,18 @@ Accepted:
                                under a place `[delivery] allow_paths` names; `file:///abs` too
     http(s)://HOST[:PORT]/…    a webhook (no credentials in the URL: the secret is the relay's)
     exec:COMMAND               a command of the user's, split like a shell would (no shell)
+    slack:CHANNEL_ID           a Slack channel by its ID (C…, G… or D…): the duplicate
+                               check and the updates need the ID, a #name can be renamed
+    slack-webhook:URL          a Slack incoming webhook (an http(s) URL, as above)
+    github:OWNER/REPO#N        one sticky comment on pull request or issue N
+    github-status:OWNER/REPO@SHA   a commit status on the full commit SHA (40 or 64 hex)
+    mailto:ADDRESS             one email address (no ?subject=, no second address)
     none:                      nothing is sent; shown honestly as "nobody will be told"
 
 Refused: `..` in a file path, `~`, absolute paths outside the root and the allow-list, the
 store's own `.waypost/` folder, folders (a trailing `/`), control characters anywhere,
-URIs longer than `MAX_URI` characters, and every other scheme. `slack:`, `slack-webhook:`,
-`github:`, `github-status:` and `mailto:` are designed but not delivered yet: refused as
-"not supported yet", so a run never waits for a sender that does not exist.
+URIs longer than `MAX_URI` characters, and every other scheme. Credentials never belong in
+a target: tokens and the SMTP server come from the relay's environment or config.
 """
 
 from __future__ import annotations
@@ -29,8 +34,17 @@ import msgspec
 from waypost.errors import InvalidInput
 
 MAX_URI = 2048  # characters; a longer target is refused (a URL past this is not a URL)
-FORMS = "file:PATH, http(s)://HOST[:PORT]/…, exec:COMMAND or none:"
-NOT_YET = ("slack:", "slack-webhook:", "github:", "github-status:", "mailto:")
+FORMS = ("file:PATH, http(s)://HOST[:PORT]/…, exec:COMMAND, slack:CHANNEL_ID, "
+         "slack-webhook:URL, github:OWNER/REPO#N, github-status:OWNER/REPO@SHA, "
+         "mailto:ADDRESS or none:")
+SLACK_CHANNEL = re.compile(r"[CGD][A-Z0-9]{6,20}")
+_OWNER = r"(?P<owner>[A-Za-z0-9](?:[A-Za-z0-9-]{0,38}))"
+_REPO = r"(?P<repo>[A-Za-z0-9._-]{1,100})"
+GITHUB_ISSUE = re.compile(_OWNER + "/" + _REPO + r"#(?P<number>[1-9][0-9]{0,9})")
+GITHUB_COMMIT = re.compile(_OWNER + "/" + _REPO + r"@(?P<sha>[0-9a-f]{40}|[0-9a-f]{64})")
+MAILBOX = re.compile(r"(?P<local>[A-Za-z0-9.!#$%&'*+/=^_`{|}~-]{1,64})@"
+                     r"(?P<domain>[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+                     r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+)")
 STORE_DIR = ".waypost"  # the store's own folder: never a delivery target
 # HOST[:PORT] of an http(s) URL: a name or an IPv4 address, or [IPv6]; no nested repeats
 _AUTHORITY = re.compile(r"(?:\[[0-9A-Fa-f:.]{2,45}\]|[A-Za-z0-9](?:[A-Za-z0-9._~%-]{0,251}"
@@ -67,6 +81,8 @@ def check_uri(uri: str, places: Places, *, field: str = "target") -> None:
         _check_url(uri, field)
     elif uri.startswith("exec:"):
         _check_command(uri, field)
+    elif uri.startswith(("slack:", "slack-webhook:", "github:", "github-status:", "mailto:")):
+        _check_service(uri, field)
     elif uri != "none:":
         _unknown(uri, field)
 
@@ -120,10 +136,38 @@ def _check_command(uri: str, field: str) -> None:
         _refuse(field, uri, "it names no command")
 
 
+def _check_service(uri: str, field: str) -> None:
+    scheme, _, rest = uri.partition(":")
+    if scheme == "slack-webhook":
+        if not rest.startswith(("https://", "http://")):
+            _refuse(field, uri, "write slack-webhook:https://hooks.slack.com/services/…")
+        _check_url(rest, field)
+    elif scheme == "slack" and not SLACK_CHANNEL.fullmatch(rest):
+        _refuse(field, uri, "write the channel's ID (C…, G… or D…: in Slack, the channel's "
+                "details show it): a #name can change, and the duplicate check needs the ID")
+    elif scheme == "github" and not _repo_ok(GITHUB_ISSUE.fullmatch(rest)):
+        _refuse(field, uri, "write github:OWNER/REPO#NUMBER (a pull request or an issue)")
+    elif scheme == "github-status" and not _repo_ok(GITHUB_COMMIT.fullmatch(rest)):
+        _refuse(field, uri, "write github-status:OWNER/REPO@SHA with the full commit SHA "
+                "(git rev-parse HEAD)")
+    elif scheme == "mailto" and (len(rest) > 254 or not MAILBOX.fullmatch(rest)):
+        _refuse(field, uri, "write mailto:NAME@DOMAIN, one address (no ?subject=, no ,)")
+
+
+def _repo_ok(found: re.Match[str] | None) -> bool:
+    return found is not None and found.group("repo") not in (".", "..")
+
+
+def service_parts(uri: str) -> dict[str, str]:
+    """The named parts of an accepted github: or github-status: URI (owner, repo, and
+    number or sha); empty for any other."""
+    scheme, _, rest = uri.partition(":")
+    pattern = {"github": GITHUB_ISSUE, "github-status": GITHUB_COMMIT}.get(scheme)
+    found = pattern.fullmatch(rest) if pattern else None
+    return found.groupdict() if found else {}
+
+
 def _unknown(uri: str, field: str) -> NoReturn:
-    scheme = uri.partition(":")[0] + ":" if ":" in uri else uri
-    if scheme in NOT_YET:
-        _refuse(field, uri, f"{scheme} targets are not supported yet")
     _refuse(field, uri, "it is not a target waypost can deliver to")
 
 

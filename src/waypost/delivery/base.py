@@ -24,6 +24,9 @@ class Outgoing(msgspec.Struct, frozen=True, kw_only=True):
 
     delivery: Delivery
     document: dict[str, Any]
+    # the run's other deliveries as they stood: a Slack target finds the message its
+    # notices update, and the thread its final result goes in, in their receipts
+    earlier: tuple[Delivery, ...] = ()
 
     @property
     def body(self) -> bytes:

@@ -18,6 +18,7 @@ from datetime import datetime, timedelta
 
 import msgspec
 
+from waypost.core import receipts
 from waypost.core.authority import RELAY_PREFIX
 from waypost.core.history import prepare
 from waypost.core.machine import next_blocker_id
@@ -29,7 +30,7 @@ from waypost.delivery.targets import resolve
 from waypost.durations import Clock, utcnow
 from waypost.errors import Refused, StaleLease
 from waypost.events import AnyEventData, Delivered, DeliveryFailed, Event
-from waypost.model import Delivery, Purpose, RelayInfo, State
+from waypost.model import Delivery, DeliveryAssurance, Purpose, RelayInfo, State
 from waypost.store.base import Store, retry_conflicts
 
 BEAT_EVERY = 10.0  # seconds between registration renewals while draining
@@ -139,7 +140,9 @@ class Relay:
                                 "approved: the final delivery was not sent")
         event = None if delivery.purpose is Purpose.FINAL else self._event(delivery)
         deny, allow = self.terms
-        outgoing = Outgoing(delivery=delivery, document=document.build(
+        earlier = tuple(d for d in self.store.deliveries([delivery.run_id])
+                        if d.key != delivery.key)
+        outgoing = Outgoing(delivery=delivery, earlier=earlier, document=document.build(
             packet, delivery, event=event, deny=deny, allow=allow))
         try:
             result = self.targets(delivery.target, self.settings).send(outgoing,
@@ -155,7 +158,8 @@ class Relay:
     def record(self, delivery: Delivery, result: policy.Attempt) -> Delivery:
         """Store what one attempt did: the receipt, a retry time, or the failure for good."""
         if result.outcome is policy.Outcome.SENT:
-            return self._settle(delivery, receipt=result.detail)
+            return self._settle(delivery, receipt=result.detail, assurance=result.assurance,
+                                refs=result.refs)
         s = self.settings
         retry_at = policy.next_try(result, attempts=delivery.attempts, now=self.clock(),
                                    queued_at=delivery.queued_at, base=s.backoff_base,
@@ -172,27 +176,34 @@ class Relay:
         return self._settle(delivery, error=error, outcome_unknown=unknown)
 
     def _settle(self, delivery: Delivery, *, receipt: str | None = None,
-                error: str | None = None, outcome_unknown: bool = False) -> Delivery:
-        """Finish the row; for the final delivery, with the run's event in the same commit."""
+                error: str | None = None, outcome_unknown: bool = False,
+                assurance: DeliveryAssurance | None = None,
+                refs: dict[str, str] | None = None) -> Delivery:
+        """Finish the row; for the final delivery, with the run's event in the same commit.
+        The row keeps the structured receipt (`core.receipts`), the run what was said."""
         at = self.clock()
+        stored = None if receipt is None else receipts.encode(
+            receipts.SentReceipt(said=receipt, assurance=assurance, refs=refs or {}))
         if delivery.purpose is not Purpose.FINAL:
-            return self.store.finish_delivery(delivery.key, self.id, at=at, receipt=receipt,
+            return self.store.finish_delivery(delivery.key, self.id, at=at, receipt=stored,
                                               error=error, outcome_unknown=outcome_unknown)
         # the run may change meanwhile (a transfer, a cancel): then it is decided again
         return retry_conflicts(lambda: self.store.finish_delivery(
-            delivery.key, self.id, at=at, receipt=receipt, error=error,
-            write=self._run_write(delivery, at, receipt, error),
+            delivery.key, self.id, at=at, receipt=stored, error=error,
+            write=self._run_write(delivery, at, receipt, error, assurance),
             outcome_unknown=outcome_unknown), what=delivery.key)
 
     def _run_write(self, delivery: Delivery, at: datetime, receipt: str | None,
-                   error: str | None) -> RunWrite | None:
+                   error: str | None, assurance: DeliveryAssurance | None = None
+                   ) -> RunWrite | None:
         """The run's `delivered` / `delivery_failed` event, or None when the run can no longer
         take it (it was cancelled meanwhile): then only the row is settled."""
         snap = self.store.load(delivery.run_id)
         before = snap.packet
         data: AnyEventData
         if receipt is not None:
-            data = Delivered(key=delivery.key, detail=receipt, attempts=delivery.attempts)
+            data = Delivered(key=delivery.key, detail=receipt, attempts=delivery.attempts,
+                             assurance=assurance)
         else:
             data = DeliveryFailed(key=delivery.key, blocker_id=next_blocker_id(before),
                                   detail=failure_detail(delivery, error or "unknown"),

@@ -7,6 +7,13 @@
     timeout = "30s"          # one send (HTTP request or exec command) is cut off after this
     webhook_secret = "whsec_…"   # WAYPOST_WEBHOOK_SECRET wins when both are set
     allow_paths = ["/srv/reports", "~/reports"]   # file: targets may also write here
+    slack_token = "xoxb-…"       # SLACK_BOT_TOKEN wins
+    slack_api = "https://slack.com/api"          # WAYPOST_SLACK_API wins
+    github_token = "ghp_…"       # GITHUB_TOKEN wins
+    github_api = "https://api.github.com"        # GITHUB_API_URL wins (GitHub Enterprise)
+    smtp_url = "smtp://user:pass@host:587?starttls=1"   # WAYPOST_SMTP_URL wins
+    smtp_from = "waypost@example.com"            # WAYPOST_SMTP_FROM wins
+    board_url = "https://board.example.com"      # WAYPOST_BOARD_URL wins: status links
 
 `file:` targets write under the delivery root: `waypost deliver --dir`, else the folder
 holding `.waypost/` (an embedded store), else the folder holding waypost.toml, else the
@@ -28,7 +35,12 @@ from waypost.errors import InvalidInput
 
 SECRET_ENV = "WAYPOST_WEBHOOK_SECRET"
 _DURATIONS = ("backoff_base", "max_delay", "horizon", "timeout")
-_OTHERS = ("webhook_secret", "allow_paths")
+# [delivery] key -> the environment variable that wins over it
+ENVIRONMENT = {"webhook_secret": SECRET_ENV, "slack_token": "SLACK_BOT_TOKEN",
+               "slack_api": "WAYPOST_SLACK_API", "github_token": "GITHUB_TOKEN",
+               "github_api": "GITHUB_API_URL", "smtp_url": "WAYPOST_SMTP_URL",
+               "smtp_from": "WAYPOST_SMTP_FROM", "board_url": "WAYPOST_BOARD_URL"}
+_OTHERS = (*ENVIRONMENT, "allow_paths")
 
 
 class DeliverySettings(msgspec.Struct, frozen=True, kw_only=True):
@@ -39,6 +51,16 @@ class DeliverySettings(msgspec.Struct, frozen=True, kw_only=True):
     webhook_secret: str | None = None  # whsec_… (Standard Webhooks), for http(s) targets
     files_root: str | None = None  # relative file: targets resolve here (None: the cwd)
     allow_paths: tuple[str, ...] = ()  # absolute folders file: targets may write to as well
+    slack_token: str | None = None  # a bot token (xoxb-…) for slack: targets
+    slack_api: str = "https://slack.com/api"  # the Slack Web API's base
+    github_token: str | None = None  # for github: and github-status: targets
+    github_api: str = "https://api.github.com"  # the REST API's base (Enterprise: …/api/v3)
+    smtp_url: str | None = None  # smtp(s)://[user:pass@]host[:port][?starttls=1]
+    smtp_from: str | None = None  # the sender of mailto: deliveries
+    board_url: str | None = None  # where a commit status links to (the board)
+
+    def __repr__(self) -> str:  # tokens and the SMTP password never reach a log
+        return "DeliverySettings(…)"
 
     def __post_init__(self) -> None:
         for name in ("backoff_base", "max_delay", "timeout"):
@@ -55,6 +77,35 @@ class DeliverySettings(msgspec.Struct, frozen=True, kw_only=True):
     def places(self) -> Places:
         """Where file: targets may write (the root made absolute: the cwd when unset)."""
         return Places(root=os.path.abspath(self.files_root or "."), allow=self.allow_paths)
+
+
+def missing_credential(uri: str, settings: DeliverySettings) -> str | None:
+    """Why the relay cannot send to `uri` as configured (a credential it needs is not
+    set), or None. `doctor` reports it, `start` warns, and delivery blocks the run."""
+    if uri.startswith("slack:") and not settings.slack_token:
+        return "SLACK_BOT_TOKEN is not set (nor [delivery] slack_token)"
+    if uri.startswith(("github:", "github-status:")) and not settings.github_token:
+        return "GITHUB_TOKEN is not set (nor [delivery] github_token)"
+    if uri.startswith("mailto:"):
+        if not settings.smtp_url:
+            return "WAYPOST_SMTP_URL is not set (nor [delivery] smtp_url)"
+        if not settings.smtp_from:
+            return "WAYPOST_SMTP_FROM is not set (nor [delivery] smtp_from)"
+    return None
+
+
+def credential_warnings(uris: dict[str, str | None],
+                        start: str | os.PathLike[str] | None = None) -> list[str]:
+    """What `start` warns of: each of `uris` (field -> URI) whose credential the relay here
+    would not find. A [delivery] table that does not read is the relay's to report."""
+    try:
+        settings = load_settings(start)
+    except InvalidInput:
+        return []
+    found = [(field, uri, missing_credential(uri, settings))
+             for field, uri in uris.items() if uri]
+    return [f"{field} {uri}: {why}: a relay here would block the run with delivery_failed "
+            "until it is set" for field, uri, why in found if why]
 
 
 def delivery_root(store_path: str | None, config_path: str | None) -> str:
@@ -83,8 +134,9 @@ def load_settings(start: str | os.PathLike[str] | None = None,
     path = find_config(start)
     if path is not None:
         values.update(_table(path))
-    if os.environ.get(SECRET_ENV):
-        values["webhook_secret"] = os.environ[SECRET_ENV]
+    for key, env in ENVIRONMENT.items():
+        if os.environ.get(env):
+            values[key] = os.environ[env]
     values.update({k: v for k, v in overrides.items() if v is not None})
     return DeliverySettings(**values)
 
@@ -96,8 +148,7 @@ def _table(path: str) -> dict[str, Any]:
         raise InvalidInput(f"{path}: unknown key(s) in [delivery]: {', '.join(sorted(unknown))}",
                            hint=f"known: {', '.join((*_DURATIONS, *_OTHERS))}")
     values: dict[str, Any] = {k: parse_duration(str(raw[k])) for k in _DURATIONS if k in raw}
-    if "webhook_secret" in raw:
-        values["webhook_secret"] = str(raw["webhook_secret"])
+    values.update({k: str(raw[k]) for k in ENVIRONMENT if k in raw})
     if "allow_paths" in raw:
         values["allow_paths"] = _allow_paths({"delivery": raw}, path)
     return values

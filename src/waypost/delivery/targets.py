@@ -1,5 +1,7 @@
 """Where deliveries go, by the URI recorded at start: `file:`, `exec:`, `none:`, and
-`http(s):` (in webhook.py, so httpx is imported only when a webhook is really sent).
+`http(s):` (in webhook.py, so httpx is imported only when a webhook is really sent),
+`slack:` and `slack-webhook:` (slack.py), `github:` and `github-status:` (github.py),
+`mailto:` (mail.py). A target whose credential is not set gives up at once, naming it.
 
 Each is a `delivery.base.Target`: it sends one `Outgoing` and reports an `Attempt`,
 classified by `delivery.policy` (permanent or transient). The URI's syntax is decided again
@@ -27,12 +29,13 @@ from waypost.delivery.policy import (
     for_exit,
     for_os_error,
     for_timeout,
+    keyed,
     sent,
     unusable,
 )
-from waypost.delivery.settings import DeliverySettings
+from waypost.delivery.settings import DeliverySettings, missing_credential
 from waypost.errors import InvalidInput
-from waypost.model import Purpose
+from waypost.model import DeliveryAssurance, Purpose
 from waypost.system.process import run_bounded
 
 NOTHING_SENT = "target none: nothing was sent; nobody was told"
@@ -49,11 +52,42 @@ def resolve(uri: str, settings: DeliverySettings) -> Target:
         from waypost.delivery.webhook import WebhookTarget
 
         return WebhookTarget(uri, secret=settings.webhook_secret, timeout=settings.timeout)
+    missing = missing_credential(uri, settings)
+    if missing is not None:
+        return Unusable(missing)
+    if uri.startswith(("slack:", "slack-webhook:", "github:", "github-status:", "mailto:")):
+        return _service(uri, settings)
     if uri.startswith("file:"):
         return FileTarget(Path(file_destination(uri, places)), places)
     if uri.startswith("exec:"):
         return ExecTarget(uri[5:].strip(), timeout=settings.timeout)
     return NoneTarget()
+
+
+def _service(uri: str, settings: DeliverySettings) -> Target:
+    """A Slack, GitHub or email target (each module imported only when it is used)."""
+    s = settings
+    if uri.startswith("slack:"):
+        from waypost.delivery.slack import SlackTarget
+
+        return SlackTarget(uri, token=s.slack_token, api=s.slack_api, timeout=s.timeout)
+    if uri.startswith("slack-webhook:"):
+        from waypost.delivery.slack import SlackWebhookTarget
+
+        return SlackWebhookTarget(uri.removeprefix("slack-webhook:"), timeout=s.timeout)
+    if uri.startswith("github:"):
+        from waypost.delivery.github import GitHubCommentTarget
+
+        return GitHubCommentTarget(uri, token=s.github_token, api=s.github_api,
+                                   timeout=s.timeout)
+    if uri.startswith("github-status:"):
+        from waypost.delivery.github import GitHubStatusTarget
+
+        return GitHubStatusTarget(uri, token=s.github_token, api=s.github_api,
+                                  timeout=s.timeout, board=s.board_url)
+    from waypost.delivery.mail import MailTarget
+
+    return MailTarget(uri, smtp_url=s.smtp_url, sender=s.smtp_from, timeout=s.timeout)
 
 
 class Outside(Exception):
@@ -76,7 +110,7 @@ def contained(path: Path, places: Places) -> Path:
 
 class NoneTarget(Target):
     def send(self, outgoing: Outgoing, *, at: datetime) -> Attempt:
-        return sent(NOTHING_SENT)
+        return sent(NOTHING_SENT, DeliveryAssurance.NONE)
 
 
 class Unusable(Target):
@@ -116,15 +150,15 @@ def _write(path: Path, outgoing: Outgoing) -> Attempt:
     said = f"{path} ({len(content)} bytes, sha256 {digest[:16]})"
     if path.is_file() and path.stat().st_size == len(content) and \
             path.read_bytes() == content:
-        return sent(f"already written: {said}")
+        return sent(f"already written: {said}", DeliveryAssurance.IDEMPOTENT)
     atomic_write(path, content)
-    return sent(f"wrote {said}")
+    return sent(f"wrote {said}", DeliveryAssurance.IDEMPOTENT)
 
 
 def _append(path: Path, outgoing: Outgoing) -> Attempt:
     key = outgoing.delivery.key
     if path.is_file() and _has_line_for(path, key):
-        return sent(f"already appended to {path}")
+        return sent(f"already appended to {path}", DeliveryAssurance.IDEMPOTENT)
     path.parent.mkdir(parents=True, exist_ok=True)
     # O_NOFOLLOW: a symlink swapped in after `contained` looked is refused, not followed
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o644)
@@ -133,7 +167,7 @@ def _append(path: Path, outgoing: Outgoing) -> Attempt:
         os.fsync(fd)
     finally:
         os.close(fd)
-    return sent(f"appended to {path}")
+    return sent(f"appended to {path}", DeliveryAssurance.IDEMPOTENT)
 
 
 def _has_line_for(path: Path, key: str) -> bool:
@@ -193,7 +227,7 @@ class ExecTarget(Target):
             return for_os_error(exc, f"exec: cannot run {argv[0]}")
         if code is None:
             return for_timeout(f"exec: {self.command}", self.timeout)
-        return for_exit(code, _said(output))
+        return keyed(for_exit(code, _said(output)))
 
 
 OUTPUT_TAIL = 4096  # bytes of an exec: target's output kept (for the receipt or the error)

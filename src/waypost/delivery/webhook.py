@@ -14,7 +14,7 @@ import msgspec
 
 from waypost.delivery import signing
 from waypost.delivery.base import Outgoing, Target
-from waypost.delivery.policy import Attempt, for_status, retry
+from waypost.delivery.policy import Attempt, for_status, keyed, retry
 from waypost.errors import InvalidInput
 
 if TYPE_CHECKING:
@@ -52,7 +52,7 @@ class WebhookTarget(Target):
         from waypost.system.web import deadline_client
 
         try:
-            with deadline_client(self.url, self.timeout, verify=_tls_context(),
+            with deadline_client(self.url, self.timeout, verify=tls_context(),
                                  connect=min(self.timeout, 10.0)) as client, \
                     client.stream("POST", self.url, content=outgoing.body,
                                   headers=headers) as response:
@@ -61,15 +61,16 @@ class WebhookTarget(Target):
                 head = _head(response)
         except httpx.TimeoutException as exc:
             return retry(f"no answer from {self.url} within {self.timeout:g}s "
-                         f"({type(exc).__name__})", outcome_unknown=_after_sending(exc))
+                         f"({type(exc).__name__})", outcome_unknown=after_sending(exc))
         except httpx.HTTPError as exc:
             return retry(f"cannot reach {self.url}: {type(exc).__name__}: {exc}",
-                         outcome_unknown=_after_sending(exc))
-        return msgspec.structs.replace(attempt, detail=f"{attempt.detail}: {head}") if head \
-            else attempt
+                         outcome_unknown=after_sending(exc))
+        if head:
+            attempt = msgspec.structs.replace(attempt, detail=f"{attempt.detail}: {head}")
+        return keyed(attempt)
 
 
-def _after_sending(exc: Exception) -> bool:
+def after_sending(exc: Exception) -> bool:
     """Whether the whole request had gone out when `exc` ended it: waiting for (or reading)
     the answer timed out, or the connection dropped then. The receiver may have it. A
     failure to connect, or while writing, left it with no complete request."""
@@ -79,7 +80,7 @@ def _after_sending(exc: Exception) -> bool:
 
 
 @functools.cache
-def _tls_context() -> ssl.SSLContext:
+def tls_context() -> ssl.SSLContext:
     """One TLS context per process: loading the CA bundle costs ~70 ms, a send should not."""
     import httpx
 

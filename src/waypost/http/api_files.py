@@ -5,10 +5,13 @@ sha256, always as an attachment (never rendered by the browser on the board's or
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 from anyio import to_thread
 from litestar import Controller, Request, Response, get, post
+from litestar.openapi.spec import OpenAPIMediaType, Operation, RequestBody, Schema
+from litestar.openapi.spec.enums import OpenAPIFormat, OpenAPIType
 from litestar.params import PathParameter, QueryParameter
 
 from waypost.http import operations as ops
@@ -21,11 +24,23 @@ RunId = Annotated[str, PathParameter(max_length=64, description="The run's id (w
 ArtifactName = Annotated[str, PathParameter(max_length=255, description="The artifact's name.")]
 
 
+@dataclass
+class UploadOperation(Operation):
+    """The upload's operation, saying what its body is (the handler streams it itself)."""
+
+    def __post_init__(self) -> None:
+        self.request_body = RequestBody(required=True, description="The artifact's bytes.",
+                                        content={"application/octet-stream": OpenAPIMediaType(
+                                            schema=Schema(type=OpenAPIType.STRING,
+                                                          format=OpenAPIFormat.BINARY))})
+
+
 class ArtifactsController(Controller):
     path = "/api/runs/{run_id:str}/artifacts"
     tags = ("artifacts",)
 
     @post("/{name:str}", responses=ERRORS, status_code=200, request_max_body_size=None,
+          operation_class=UploadOperation,
           summary="Record an artifact: the request body is its bytes (streamed)")
     async def upload(
         self, request: Request[Any, Any, Any], store: StoreDep, caller: CallerDep,

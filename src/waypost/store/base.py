@@ -167,9 +167,15 @@ class Store(ABC):
         """The id of the newest run started for this agent-host session, or None."""
 
     @abstractmethod
-    def count_stop_block(self, run_id: str, *, reset: bool = False) -> int:
+    def count_stop_block(self, run_id: str, *, reset: bool = False,
+                         turn: str | None = None) -> int:
         """Add one to the run's count of consecutive stop-hook refusals and return it; with
-        `reset`, set it to 0 (and return 0). NotFound for no such run."""
+        `reset`, set it to 0 (and return 0). With `turn` (what names the host's turn,
+        `hooks.turn_key`: a few hundred characters at most), a stop of the turn counted
+        last is not counted again and the count is returned as it stands: one stop
+        delivered twice (Cursor runs its own hooks and Claude Code's) counts once, however
+        the two race. The turn is kept as a store setting (`stop_turn_setting`) until the
+        count is reset. NotFound for no such run."""
 
     @abstractmethod
     def load(self, run_id: str) -> Snapshot:
@@ -222,7 +228,9 @@ class Store(ABC):
     def changes_since(self, cursor: int, *, limit: int = 500) -> tuple[list[Packet], int]:
         """The packets of runs written at or past `cursor`, as they stand, in commit order,
         at most about `limit` of them; and the cursor to ask with next. A run written again
-        comes again; nothing committed at or past `cursor` is ever skipped."""
+        comes again; nothing committed at or past `cursor` is ever skipped. A change may
+        come more than once (PostgreSQL, while an older transaction is still open on the
+        server): a reader keeps the newest version it has seen of each run."""
 
     # --- bearer tokens (only a hash of a secret is stored) ----------------------------
 

@@ -76,3 +76,14 @@ def check_setting(name: str, value: str | None) -> None:
     if value is not None and (len(value) > MAX_SETTING_VALUE or "\x00" in value):
         raise InvalidInput(f"bad value for setting {name}: at most {MAX_SETTING_VALUE} "
                            "characters, no NUL")
+
+
+def stop_turn_setting(run_id: str) -> str:
+    """The setting that holds the turn of the stop hook's last counted refusal of a run:
+    named after the run (a digest of its id, should the id not fit a setting's name)."""
+    name = "hook.turn." + run_id.lower()
+    if len(name) <= MAX_SETTING_NAME and set(name) <= SETTING_NAME_CHARS:
+        return name
+    import hashlib  # here: a run id waypost made always fits
+
+    return "hook.turn." + hashlib.sha256(run_id.encode()).hexdigest()[:40]

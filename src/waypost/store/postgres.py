@@ -36,7 +36,7 @@ from waypost.store import postgres_outbox as outbox_sql
 from waypost.store import postgres_watch as watch_sql
 from waypost.store.base import Diagnosis, SchemaState, Status, Store
 from waypost.store.limits import busy_timeout as busy_timeout_setting
-from waypost.store.limits import check_setting
+from waypost.store.limits import check_setting, stop_turn_setting
 from waypost.store.postgres_live import AdvisoryLock, RunListener, driver_errors
 from waypost.store.postgres_setup import (
     CONNECT_TIMEOUT,
@@ -169,15 +169,28 @@ class PostgresStore(Store):
                           " ORDER BY created_at DESC, id DESC LIMIT 1", (session_id,))
         return str(rows[0][0]) if rows else None
 
-    def count_stop_block(self, run_id: str, *, reset: bool = False) -> int:
-        with self._cursor(f"count a stop of run {run_id}", write=True,
-                          one_statement=True) as cur:
-            row = cur.execute("UPDATE runs SET stop_blocks = CASE WHEN %s THEN 0"
-                              " ELSE stop_blocks + 1 END WHERE id = %s RETURNING stop_blocks",
-                              (reset, run_id)).fetchone()
-        if row is None:
-            raise NotFound(f"no run {run_id}", hint="list runs with: waypost ls")
-        return int(row[0])
+    def count_stop_block(self, run_id: str, *, reset: bool = False,
+                         turn: str | None = None) -> int:
+        marker = stop_turn_setting(run_id)
+        with self._cursor(f"count a stop of run {run_id}", write=True) as cur:
+            # the run's row locked first: two deliveries of one stop are decided in turn
+            row = cur.execute("SELECT stop_blocks FROM runs WHERE id = %s FOR UPDATE",
+                              (run_id,)).fetchone()
+            if row is None:
+                raise NotFound(f"no run {run_id}", hint="list runs with: waypost ls")
+            if turn is not None and not reset and cur.execute(
+                    "SELECT 1 FROM settings WHERE name = %s AND value = %s",
+                    (marker, turn)).fetchone() is not None:
+                return int(row[0])
+            blocks = 0 if reset else int(row[0]) + 1
+            cur.execute("UPDATE runs SET stop_blocks = %s WHERE id = %s", (blocks, run_id))
+            if reset:
+                cur.execute("DELETE FROM settings WHERE name = %s", (marker,))
+            elif turn is not None:
+                cur.execute("INSERT INTO settings (name, value) VALUES (%s, %s)"
+                            " ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+                            (marker, turn))
+        return blocks
 
     def commit_write(self, write: RunWrite) -> None:
         if len(write.events) == 1 and not write.outbox:

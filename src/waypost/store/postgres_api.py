@@ -3,9 +3,9 @@ the API's bearer tokens. SQL on one cursor, called by `PostgresStore`.
 
 The change feed orders runs by the transaction that last wrote them (`change_xid`).
 Transaction ids are handed out when a transaction first writes, not when it commits, so a
-reader takes only ids below its snapshot's xmin, the oldest transaction still running:
-every transaction below it has ended, so nothing can commit below a cursor once it is
-handed out, and no writer ever waits on a shared counter."""
+cursor never passes its snapshot's xmin, the oldest transaction still running: every
+transaction below it has ended, so nothing can commit below a cursor once it is handed
+out, and no writer ever waits on a shared counter."""
 
 from __future__ import annotations
 
@@ -20,29 +20,32 @@ HORIZON = "SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint"
 _GRANT_COLUMNS = "id, holder, role, run_id, created_at, created_by, expires_at, revoked_at"
 
 
-def changes_since(cur: psycopg.Cursor[Any], cursor: int,
+def changes_since(cursor: psycopg.Cursor[Any], start: int,
                   limit: int) -> tuple[list[tuple[str, str]], int]:
-    """(id, packet JSON) of the runs whose last writer's id lies in [cursor, horizon), in
-    id order, and the next cursor. One transaction's runs are never split across pages: a
-    full page ends before its last transaction, which the next page starts with."""
-    (horizon,) = cur.execute(HORIZON).fetchone() or (0,)
-    start = max(cursor, 0)
-    rows = cur.execute("SELECT id, coalesce(packet_text, packet::text), change_xid::text::bigint"
-                       " FROM runs WHERE change_xid >= %s::text::xid8"
-                       " AND change_xid < %s::text::xid8 ORDER BY change_xid, id LIMIT %s",
-                       (str(start), str(horizon), limit)).fetchall()
+    """(id, packet JSON) of the runs whose last writer's id is `start` or later, in id
+    order, and the next cursor. The cursor never passes the horizon (a transaction still
+    open below it may yet commit there), but runs written above it that are already
+    visible come at once too: while an old transaction anywhere on the server holds the
+    horizon back, a board still sees new changes (some of them again, later), never
+    misses one. One transaction's runs are never split across pages."""
+    (horizon,) = cursor.execute(HORIZON).fetchone() or (0,)
+    start = max(start, 0)
+    rows = cursor.execute(
+        "SELECT id, coalesce(packet_text, packet::text), change_xid::text::bigint FROM runs"
+        " WHERE change_xid >= %s::text::xid8 ORDER BY change_xid, id LIMIT %s",
+        (str(start), limit)).fetchall()
     following = max(int(horizon), start)
     if len(rows) == limit:
         last = rows[-1][2]
         whole = [r for r in rows if r[2] != last]
         if whole:  # leave the last transaction's runs to the next page, all of them
-            rows, following = whole, int(last)
+            rows, following = whole, min(int(last), following)
         else:  # one transaction wrote a whole page or more: take all of it now
-            rows = cur.execute("SELECT id, coalesce(packet_text, packet::text), 0 FROM runs"
-                               " WHERE change_xid = %s::text::xid8 ORDER BY id",
-                               (str(last),)).fetchall()
-            following = int(last) + 1
-    return [(r[0], r[1]) for r in rows], following
+            rows = cursor.execute(
+                "SELECT id, coalesce(packet_text, packet::text), 0 FROM runs"
+                " WHERE change_xid = %s::text::xid8 ORDER BY id", (str(last),)).fetchall()
+            following = min(int(last) + 1, following)
+    return [(r[0], r[1]) for r in rows], max(following, start)
 
 
 def put_token(cur: psycopg.Cursor[Any], grant: Grant, token_hash: str) -> None:

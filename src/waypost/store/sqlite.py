@@ -22,26 +22,23 @@ from waypost.errors import (
 from waypost.events import Event
 from waypost.model import (
     Delivery,
-    Grant,
     Packet,
-    RelayInfo,
     State,
-    Watcher,
     json_decoder,
     to_json,
 )
 from waypost.store.base import (
-    AlwaysHeld,
     Diagnosis,
     SchemaState,
     Status,
-    Store,
     check_moves,
 )
-from waypost.store.limits import MIN_WRITER, check_setting
+from waypost.store.limits import MIN_WRITER, check_setting, stop_turn_setting
 from waypost.store.limits import busy_timeout as busy_timeout_setting
 from waypost.store.rows import DueRow, Skipped, decode_packet, due_page, readable_packets
+from waypost.store.sqlite_group import GroupCommit
 from waypost.store.sqlite_setup import SCHEMA_VERSION, StoreFile, integrity_diagnosis
+from waypost.store.sqlite_side import SqliteSide
 
 _packet_decoder = json_decoder(Packet)
 # where a write lands in the change feed: one past the highest (the write lock makes the
@@ -49,7 +46,7 @@ _packet_decoder = json_decoder(Packet)
 NEXT_CHANGE = "(SELECT coalesce(max(change_pos), 0) + 1 FROM runs)"
 
 
-class SqliteStore(Store):
+class SqliteStore(SqliteSide):
     """One connection, guarded by a lock so threads may share the store (`StoreFile`).
 
     A path with nothing there is given a new store, or without `create` (the CLI's way) is
@@ -67,6 +64,7 @@ class SqliteStore(Store):
         self._file = StoreFile(self.path, create=create,
                                busy_s=busy_timeout_setting(busy_timeout))
         self._reading, self._writing = self._file.reading, self._file.writing
+        self.group = GroupCommit(self._writing, self._commit_in)
 
     @property
     def _db(self) -> sqlite3.Connection | None:
@@ -110,14 +108,33 @@ class SqliteStore(Store):
                              (session_id,)).fetchone()
         return None if row is None else str(row[0])
 
-    def count_stop_block(self, run_id: str, *, reset: bool = False) -> int:
+    def count_stop_block(self, run_id: str, *, reset: bool = False,
+                         turn: str | None = None) -> int:
+        marker = stop_turn_setting(run_id)
         with self._writing(f"count a stop of run {run_id}") as db:
-            rows = db.execute("UPDATE runs SET stop_blocks = CASE WHEN ? THEN 0"
-                              " ELSE stop_blocks + 1 END WHERE id = ? RETURNING stop_blocks",
-                              (reset, run_id)).fetchall()  # to the end: the statement is done
+            if turn is not None and not reset and db.execute(
+                    "SELECT 1 FROM settings WHERE name = ? AND value = ?",
+                    (marker, turn)).fetchone() is not None:
+                rows = db.execute("SELECT stop_blocks FROM runs WHERE id = ?",
+                                  (run_id,)).fetchall()
+            else:
+                rows = db.execute("UPDATE runs SET stop_blocks = CASE WHEN ? THEN 0"
+                                  " ELSE stop_blocks + 1 END WHERE id = ? RETURNING stop_blocks",
+                                  (reset, run_id)).fetchall()  # to the end: the statement is done
+                if rows and (reset or turn is not None):
+                    self._mark_turn(db, marker, None if reset else turn)
         if not rows:
             raise NotFound(f"no run {run_id}", hint="list runs with: waypost ls")
         return int(rows[0][0])
+
+    @staticmethod
+    def _mark_turn(db: sqlite3.Connection, marker: str, turn: str | None) -> None:
+        if turn is None:
+            db.execute("DELETE FROM settings WHERE name = ?", (marker,))
+        else:
+            db.execute("INSERT INTO settings (name, value) VALUES (?, ?)"
+                       " ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+                       (marker, turn))
 
     def _existing(self, run_id: str, stored: str, key: str, fingerprint: str) -> Packet:
         if stored != fingerprint:
@@ -128,8 +145,8 @@ class SqliteStore(Store):
         return self.load(run_id).packet
 
     def commit_write(self, write: RunWrite) -> None:
-        with self._writing(f"write run {write.run_id}") as db:
-            self._commit_in(db, write)
+        """Committed with the writes other threads hand in meanwhile (`GroupCommit`)."""
+        self.group.commit(write)
 
     def _commit_in(self, db: sqlite3.Connection, write: RunWrite) -> None:
         """Commit one write inside the caller's transaction, under its version guard."""
@@ -246,41 +263,6 @@ class SqliteStore(Store):
             rows = db.execute(sql, args).fetchall()
         return readable_packets(_packet_decoder, rows, skipped)
 
-    def change_cursor(self) -> int:
-        from waypost.store import sqlite_api
-        with self._reading("read the change cursor") as db:
-            return sqlite_api.change_cursor(db)
-
-    def changes_since(self, cursor: int, *, limit: int = 500) -> tuple[list[Packet], int]:
-        from waypost.store import sqlite_api
-        with self._reading("read the changes") as db:
-            rows, following = sqlite_api.changes_since(db, cursor, limit)
-        return readable_packets(_packet_decoder, rows, None), following
-
-    def put_token(self, grant: Grant, token_hash: str) -> None:
-        from waypost.store import sqlite_api
-        with self._writing(f"store token {grant.id}") as db:
-            sqlite_api.put_token(db, grant, token_hash)
-
-    def token_grant(self, token_hash: str) -> Grant | None:
-        from waypost.store import sqlite_api
-        if self._db is None:
-            return None  # no store yet, so no tokens
-        with self._reading("look a token up") as db:
-            return sqlite_api.token_grant(db, token_hash)
-
-    def grants(self) -> list[Grant]:
-        from waypost.store import sqlite_api
-        if self._db is None:
-            return []
-        with self._reading("list tokens") as db:
-            return sqlite_api.grants(db)
-
-    def revoke_token(self, token_id: str, *, at: datetime) -> Grant | None:
-        from waypost.store import sqlite_api
-        with self._writing(f"revoke token {token_id}") as db:
-            return sqlite_api.revoke_token(db, token_id, at)
-
     def run_ids(self) -> list[str]:
         with self._reading("list run ids") as db:
             return [r[0] for r in db.execute("SELECT id FROM runs ORDER BY created_at, id")]
@@ -304,20 +286,7 @@ class SqliteStore(Store):
             raise NotFound(f"no blob {sha256}")
         return bytes(row[0])
 
-    # --- the outbox and relays (SQL in sqlite_outbox.py) ------------------------------
-
-    def claim_deliveries(self, relay: str, *, now: datetime, lease_s: float,
-                         limit: int = 1) -> list[Delivery]:
-        from waypost.store import sqlite_outbox
-        with self._writing("claim deliveries") as db:
-            return sqlite_outbox.claim(db, relay, now=now, lease_s=lease_s, limit=limit)
-
-    def retry_delivery(self, key: str, relay: str, *, error: str, retry_at: datetime,
-                       outcome_unknown: bool = False) -> Delivery:
-        from waypost.store import sqlite_outbox
-        with self._writing(f"record an attempt of {key}") as db:
-            return sqlite_outbox.retry(db, key, relay, error=error, retry_at=retry_at,
-                                       outcome_unknown=outcome_unknown)
+    # --- the outbox (the rest of it, and the relays: `SqliteSide`) ---------------------
 
     def finish_delivery(self, key: str, relay: str, *, at: datetime,
                         receipt: str | None = None, error: str | None = None,
@@ -331,51 +300,7 @@ class SqliteStore(Store):
                 self._commit_in(db, write)
             return sqlite_outbox.get(db, key)
 
-    def deliveries(self, run_ids: Collection[str]) -> list[Delivery]:
-        from waypost.store import sqlite_outbox
-        with self._reading("read deliveries") as db:
-            return sqlite_outbox.of_runs(db, run_ids)
-
-    def next_delivery_due(self) -> datetime | None:
-        from waypost.store import sqlite_outbox
-        with self._reading("read the next delivery due") as db:
-            return sqlite_outbox.next_due(db)
-
-    def beat_relay(self, relay: RelayInfo) -> None:
-        from waypost.store import sqlite_outbox
-        with self._writing(f"register relay {relay.id}") as db:
-            sqlite_outbox.beat_relay(db, relay)
-
-    def remove_relay(self, relay_id: str) -> None:
-        from waypost.store import sqlite_outbox
-        with self._writing(f"remove relay {relay_id}") as db:
-            sqlite_outbox.remove_relay(db, relay_id)
-
-    def relays(self, *, now: datetime) -> list[RelayInfo]:
-        from waypost.store import sqlite_outbox
-        with self._reading("list relays") as db:
-            return sqlite_outbox.live_relays(db, now)
-
-    # --- the watchdog (SQL in sqlite_watch.py) -----------------------------------------
-
-    def beat_watcher(self, watcher: Watcher) -> None:
-        from waypost.store import sqlite_watch
-        with self._writing(f"register watcher {watcher.id}") as db:
-            sqlite_watch.beat_watcher(db, watcher)
-
-    def remove_watcher(self, watcher_id: str) -> None:
-        from waypost.store import sqlite_watch
-        with self._writing(f"remove watcher {watcher_id}") as db:
-            sqlite_watch.remove_watcher(db, watcher_id)
-
-    def watchers(self, *, now: datetime) -> list[Watcher]:
-        from waypost.store import sqlite_watch
-        with self._reading("list watchers") as db:
-            return sqlite_watch.live_watchers(db, now)
-
-    def sweeper_lock(self, owner: str | None = None) -> AlwaysHeld:
-        """Every watcher sweeps: one machine's writes serialise (see `AlwaysHeld`)."""
-        return AlwaysHeld()
+    # --- the watchdog (its registrations: `SqliteSide`) ---------------------------------
 
     def due_runs(self, *, now: datetime, owner: str | None = None,
                  after: tuple[datetime, str] | None = None, limit: int = 500,
@@ -387,11 +312,6 @@ class SqliteStore(Store):
                                              limit=limit)
 
         return due_page(fetch, _packet_decoder, after=after, limit=limit, skipped=skipped)
-
-    def defer_check(self, run_id: str, *, expected_version: int, at: datetime | None) -> bool:
-        from waypost.store import sqlite_watch
-        with self._writing(f"defer the next check of {run_id}") as db:
-            return sqlite_watch.defer_check(db, run_id, expected_version, at)
 
     def commit_writes(self, writes: Sequence[RunWrite | Deferral]) -> list[bool]:
         from waypost.store import sqlite_watch

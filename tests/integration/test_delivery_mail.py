@@ -1,0 +1,130 @@
+"""The mailto: target against a real SMTP server (`aiosmtpd`) on 127.0.0.1 that logs in
+one user, refuses addresses and fails on command (`tests.fake_smtp.SmtpServer`)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.delivery_support import PRIVATE, PUBLIC, approved_run, drain_until_settled, fast
+from tests.fake_smtp import SmtpServer
+from tests.helpers import FakeClock
+from waypost.delivery.mail import smtp_server
+from waypost.delivery.relay import Relay
+from waypost.errors import InvalidInput
+from waypost.model import BlockerKind, DeliveryAssurance, DeliveryStatus, State
+from waypost.store import Store, open_store
+
+SENDER = "waypost@relay.example"
+TO = "alice@example.com"
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Iterator[Store]:
+    with open_store(str(tmp_path / ".waypost" / "w.db")) as store:
+        yield store
+
+
+@pytest.fixture
+def smtp() -> Iterator[SmtpServer]:
+    with SmtpServer().running() as server:
+        yield server
+
+
+def relay(db: Store, clock: FakeClock, smtp: SmtpServer, **settings: Any) -> Relay:
+    values: dict[str, Any] = {"smtp_url": smtp.url, "smtp_from": SENDER, "timeout": 2.0}
+    values.update(settings)
+    return Relay(db, settings=fast(**values), relay_id="relay:t", clock=clock, rand=lambda: 1.0)
+
+
+def test_the_result_is_mailed_with_a_stable_message_id_and_the_public_parts_only(
+        db: Store, clock: FakeClock, smtp: SmtpServer) -> None:
+    run_id = approved_run(db, clock, target=f"mailto:{TO}")
+    relay(db, clock, smtp).drain()
+    [message] = smtp.received
+    assert message["Message-ID"] == f"<{run_id}.final@relay.example>"
+    assert (message["From"], message["To"]) == (SENDER, TO)
+    body = message.get_payload(decode=True)
+    assert isinstance(body, bytes)
+    assert PUBLIC in body.decode()
+    assert "ACME-7731" not in body.decode()
+    assert PRIVATE not in body.decode()
+    packet = db.get(run_id)
+    assert packet.state is State.DELIVERED
+    assert packet.receipt is not None
+    assert packet.receipt.assurance is DeliveryAssurance.AT_LEAST_ONCE
+
+
+def test_an_accepted_message_whose_answer_was_lost_may_arrive_twice_and_says_so(
+        db: Store, clock: FakeClock, smtp: SmtpServer) -> None:
+    run_id = approved_run(db, clock, target=f"mailto:{TO}")
+    smtp.script.append("accept_timeout")
+    [first] = relay(db, clock, smtp).drain()
+    assert first.status is DeliveryStatus.QUEUED
+    assert first.outcome_unknown_at is not None
+    drain_until_settled(relay(db, clock, smtp), clock)
+    assert smtp.message_ids() == [f"<{run_id}.final@relay.example>"] * 2
+    packet = db.get(run_id)
+    assert packet.receipt is not None
+    assert packet.receipt.assurance is DeliveryAssurance.AT_LEAST_ONCE
+
+
+@pytest.mark.parametrize("fault", ["451", "drop"])
+def test_a_temporary_refusal_is_retried(db: Store, clock: FakeClock, smtp: SmtpServer,
+                                        fault: str) -> None:
+    run_id = approved_run(db, clock, target=f"mailto:{TO}")
+    smtp.script.append(fault)
+    [first] = relay(db, clock, smtp).drain()
+    assert first.status is DeliveryStatus.QUEUED
+    drain_until_settled(relay(db, clock, smtp), clock)
+    assert smtp.message_ids() == [f"<{run_id}.final@relay.example>"]
+
+
+@pytest.mark.parametrize(("settings", "named"), [
+    ({"smtp_url": None}, "WAYPOST_SMTP_URL is not set"),
+    ({"smtp_from": None}, "WAYPOST_SMTP_FROM is not set"),
+    ({"password": "wrong"}, "refused the login"),
+    ({"refuse": TO}, "the address alice@example.com: SMTP 550"),
+    ({"smtp_url": "http://mail.example"}, "WAYPOST_SMTP_URL is not smtp://"),
+])
+def test_a_missing_or_bad_credential_or_a_refused_address_blocks_in_one_pass(
+        db: Store, clock: FakeClock, smtp: SmtpServer, settings: dict[str, Any],
+        named: str) -> None:
+    run_id = approved_run(db, clock, target=f"mailto:{TO}")
+    if "password" in settings:
+        settings = {"smtp_url": smtp.url.replace(smtp.password, settings["password"])}
+    if "refuse" in settings:
+        smtp.refuse.add(settings.pop("refuse"))
+    [done] = relay(db, clock, smtp, **settings).drain()
+    assert done.status is DeliveryStatus.FAILED
+    [blocker] = db.get(run_id).open_blockers
+    assert blocker.kind is BlockerKind.DELIVERY_FAILED
+    assert named in blocker.detail
+    assert smtp.password not in blocker.detail
+    assert smtp.received == []
+
+
+def test_the_smtp_url_is_read_and_a_bad_one_refused_without_its_password() -> None:
+    server = smtp_server("smtp://me%40corp:p%3Ass@mail.example:2525?starttls=1")
+    assert (server.host, server.port, server.starttls, server.user, server.password) == (
+        "mail.example", 2525, True, "me@corp", "p:ss")
+    assert smtp_server("smtps://mail.example").port == 465
+    assert smtp_server("smtp://mail.example").port == 25
+    with pytest.raises(InvalidInput) as refused:
+        smtp_server("smtp://u:hunter2@mail.example:99999")
+    assert "hunter2" not in refused.value.message
+
+
+def test_a_mailto_notify_target_gets_each_notice(db: Store, clock: FakeClock,
+                                                  smtp: SmtpServer) -> None:
+    run_id = approved_run(db, clock, notify=f"mailto:{TO}")  # ready_for_review: a notice
+    relay(db, clock, smtp).drain()
+    [notice] = smtp.received
+    assert notice["Subject"] == "[waypost] Fix the flaky login test: ready_for_review"
+    body = notice.get_payload(decode=True)
+    assert isinstance(body, bytes)
+    assert f"run {run_id} is ready for review" in body.decode()
+    assert PRIVATE not in body.decode()
