@@ -68,7 +68,7 @@ def uninstall(settings: dict[str, object]) -> dict[str, object]:
         if not isinstance(entries, list) or not any(_holds_ours(e) for e in entries):
             continue  # untouched, even when empty: install did not make it so
         removed = True
-        kept = [rest for rest in (_without_ours(e) for e in entries) if rest is not None]
+        kept = [rest for rest in (_without_ours(e) for e in entries) if rest is not _GONE]
         if kept:
             events[event] = kept
         else:
@@ -83,12 +83,15 @@ def _holds_ours(entry: object) -> bool:
     return _is_ours(entry) or (isinstance(inner, list) and any(_is_ours(h) for h in inner))
 
 
-def _without_ours(entry: object) -> object | None:
-    """The entry without waypost's commands; None when nothing of it is left (a flat entry
-    that is ours, a group that held ours alone: install made both)."""
+_GONE = object()  # what is left of an entry that was waypost's alone (a user's may be null)
+
+
+def _without_ours(entry: object) -> object:
+    """The entry without waypost's commands; `_GONE` when nothing of it is left (a flat
+    entry that is ours, a group that held ours alone: install made both)."""
     if _is_ours(entry):
-        return None
+        return _GONE
     if not (isinstance(entry, dict) and _holds_ours(entry)):
         return entry
     rest = [h for h in entry["hooks"] if not _is_ours(h)]
-    return {**entry, "hooks": rest} if rest else None
+    return {**entry, "hooks": rest} if rest else _GONE
