@@ -246,9 +246,13 @@ def test_streams_at_one_cursor_share_one_scan_and_miss_nothing(store_url: str) -
 
 def test_a_cursor_from_the_client_is_decided_before_use(tmp_path: Path) -> None:
     with open_store(str(tmp_path / "store.db")) as store:
+        for i in range(20):
+            _start(store, f"run {i}")
         assert stream.start_cursor(store, "17", "3") == 17  # Last-Event-ID wins
         assert stream.start_cursor(store, None, "3") == 3
-        assert stream.start_cursor(store, " ", None) == store.change_cursor()
+        now = store.change_cursor()
+        assert stream.start_cursor(store, " ", None) == now
+        assert stream.start_cursor(store, str(now + 10**6), None) == now  # not for ever
         for bad in ("-1", "1e3", "٣", "9" * 20, "0x10", str(2**63)):
             with pytest.raises(InvalidInput):
                 stream.start_cursor(store, bad, None)

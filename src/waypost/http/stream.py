@@ -65,12 +65,14 @@ def parse_cursor(text: str | None, what: str) -> int | None:
 
 def start_cursor(store: Store, last_event_id: str | None, after: str | None) -> int:
     """Where a stream starts: the browser's Last-Event-ID on a reconnect (it wins), else the
-    cursor the page was rendered at (`?after=`), else now."""
+    cursor the page was rendered at (`?after=`), else now. A cursor past now (from another
+    store, or one restored from a backup) starts now, or it would wait for ever."""
+    now = store.change_cursor()
     for text, what in ((last_event_id, "Last-Event-ID"), (after, "after")):
         cursor = parse_cursor(text, what)
         if cursor is not None:
-            return cursor
-    return store.change_cursor()
+            return min(cursor, now)
+    return now
 
 
 class SharedScans:
