@@ -174,6 +174,7 @@ def _viewer_sees_no_button(page: Page, scene: Scene, server: Server, run: str) -
     for button in ("#review", "#approve", "#changes", "#cancel"):
         expect(page.locator(button)).to_have_count(0)
     expect(page.locator("form[action^='/runs/']")).to_have_count(0)
+    expect(page.locator("#stream-status")).to_have_attribute("data-state", "live")
     page.screenshot(path=str(scene.shots / "7-viewer.png"), full_page=True)
 
 
