@@ -265,3 +265,14 @@ def test_signing_in_returns_to_the_page_asked_for_and_nowhere_else(board: Board)
             away = client.post("/login", data={"token": board.viewer, "next": elsewhere},
                                headers=own)
             assert away.headers["location"] == "/"
+
+
+def test_signing_out_forgets_the_token(board: Board) -> None:
+    with board.client(board.viewer) as client:
+        assert client.get("/").status_code == 200
+        out = client.post("/logout", headers={"Origin": board.server.url})
+        assert out.status_code == 303
+        assert "max-age=0" in out.headers["set-cookie"].lower()
+        assert client.get("/").headers["location"] == "/login"
+        elsewhere = client.post("/logout", headers={"Origin": "https://evil.example"})
+        assert elsewhere.status_code == 403
