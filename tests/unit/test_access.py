@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import httpx
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from waypost.core import access
@@ -119,21 +119,23 @@ def test_exec_targets_need_allow_exec_and_urls_a_listed_host() -> None:
     access.check_remote_uri("https://[::1]/x", "notify", outbound=("::1",), allow_exec=False)
 
 
-PIECES = ["allowed.example", "evil.example", "@", "#", "?", "/", ":", "\\", "[", "]",
+PIECES = ["allowed.example", "evil.example", "@", "#", "?", "/", ":", "\\", "[", "]", "[::1]",
           "%2e", ".", "80", "::1", " ", "\t", "allowed.example.evil.example"]
 
 
+@settings(max_examples=500)
 @given(st.lists(st.sampled_from(PIECES), min_size=1, max_size=8),
        st.sampled_from(["http://", "https://", "HTTP://"]))
 def test_an_allowed_url_is_one_an_http_client_sends_to_the_allowed_host(
         pieces: list[str], scheme: str) -> None:
     url = scheme + "".join(pieces)
-    try:
-        access.check_outbound(url, "target", ("allowed.example",))
-    except NotAuthorized:
-        return
-    try:
-        parsed = httpx.URL(url)
-    except httpx.InvalidURL:
-        return  # no client sends it anywhere
-    assert parsed.host == "allowed.example", url
+    for allowed in ("allowed.example", "::1"):
+        try:
+            access.check_outbound(url, "target", (allowed,))
+        except NotAuthorized:
+            continue
+        try:
+            parsed = httpx.URL(url)
+        except httpx.InvalidURL:
+            continue  # no client sends it anywhere
+        assert parsed.host == allowed, url

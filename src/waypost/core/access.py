@@ -210,9 +210,14 @@ def url_host(url: str) -> str:
         authority = authority.partition(end)[0]
     if any(c in authority for c in "@\\%") or not authority.isprintable() or " " in authority:
         return ""
-    if authority.startswith("["):
-        return authority[1:].partition("]")[0].lower()
-    return authority.partition(":")[0].lower()
+    if authority.startswith("["):  # an IPv6 literal, closed, then at most a port
+        inside, closed, rest = authority[1:].partition("]")
+        if not closed or (rest and not rest.startswith(":")) or not inside or \
+                any(c not in "0123456789abcdefABCDEF:." for c in inside):
+            return ""
+        return inside.lower()
+    host = authority.partition(":")[0].lower()
+    return "" if "[" in host or "]" in host else host
 
 
 def check_outbound(url: str, field: str, outbound: Iterable[str]) -> None:
