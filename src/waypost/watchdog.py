@@ -34,7 +34,8 @@ from waypost.durations import Clock, utcnow
 from waypost.errors import VersionConflict, WaypostError
 from waypost.events import AnyEventData, BlockerOpened
 from waypost.model import Packet, State, Watcher, WatcherRole
-from waypost.store.base import Store, SweeperLock
+from waypost.store.base import Store
+from waypost.store.records import SweeperLock
 from waypost.store.rows import Skipped
 
 DEFAULT_INTERVAL = 30.0

@@ -27,7 +27,7 @@ def _follow(store: Store, cursor: int, *, limit: int = 500) -> tuple[list[Packet
         fresh = [p for p in page if p.version > newest.get(p.id, 0)]
         seen += fresh
         newest.update((p.id, p.version) for p in fresh)
-        if not fresh:
+        if not fresh and following == cursor:
             return seen, following
         cursor = following
     raise AssertionError("the feed never ran dry")

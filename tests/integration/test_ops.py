@@ -15,8 +15,8 @@ import pytest
 from tests import pg
 from tests.helpers import Cli
 from waypost.cli import main
-from waypost.store.base import Status
 from waypost.store.postgres_setup import latest_version, migrate, parse_url, skew_diagnosis
+from waypost.store.records import Status
 from waypost.store.sqlite_setup import SCHEMA_VERSION
 
 

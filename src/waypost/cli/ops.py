@@ -20,7 +20,7 @@ from waypost.durations import utcnow
 from waypost.errors import InvalidInput, NotFound, WaypostError
 from waypost.model import TERMINAL, State
 from waypost.store import POSTGRES_SCHEMES, Store, open_postgres, sqlite_path
-from waypost.store.base import Diagnosis, SchemaState, Status
+from waypost.store.records import Diagnosis, SchemaState, Status
 
 DEFAULT_MAX_SKEW = 2.0  # seconds: liveness and leases compare times written on other hosts
 

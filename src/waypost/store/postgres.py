@@ -30,13 +30,11 @@ from waypost.errors import (
     VersionConflict,
 )
 from waypost.events import Event
-from waypost.model import Delivery, Grant, Packet, RelayInfo, State, Watcher, to_json
-from waypost.store import postgres_api as api_sql
+from waypost.model import Delivery, Packet, State, to_json
 from waypost.store import postgres_outbox as outbox_sql
 from waypost.store import postgres_watch as watch_sql
-from waypost.store.base import Diagnosis, SchemaState, Status, Store
 from waypost.store.limits import busy_timeout as busy_timeout_setting
-from waypost.store.limits import check_setting, stop_turn_setting
+from waypost.store.limits import check_setting
 from waypost.store.postgres_live import AdvisoryLock, RunListener, driver_errors
 from waypost.store.postgres_setup import (
     CONNECT_TIMEOUT,
@@ -48,6 +46,8 @@ from waypost.store.postgres_setup import (
     skew_diagnosis,
     writer_refusal,
 )
+from waypost.store.postgres_side import PostgresSide
+from waypost.store.records import Diagnosis, SchemaState, Status
 from waypost.store.rows import DueRow, Skipped, decode_packet, due_page, readable_packets
 
 POOL_MAX_SIZE = 8
@@ -80,7 +80,7 @@ def _jsonb(obj: object) -> tuple[str, str | None]:
     return exact.replace(_NUL, b"\\ufffd").decode(), exact.decode()
 
 
-class PostgresStore(Store):
+class PostgresStore(PostgresSide):
     """A pool of connections in autocommit mode; each write opens its own transaction."""
 
     def __init__(self, url: str, *, migrate_schema: bool = True,
@@ -162,35 +162,6 @@ class PostgresStore(Store):
                 hint=f"use a new key, or inspect the first run: waypost show {row[0]}",
             )
         return self.load(row[0]).packet, False
-
-    def session_run(self, session_id: str) -> str | None:
-        rows = self._rows(f"find the run of session {session_id[:80]!r}",
-                          "SELECT id FROM runs WHERE session_id = %s"
-                          " ORDER BY created_at DESC, id DESC LIMIT 1", (session_id,))
-        return str(rows[0][0]) if rows else None
-
-    def count_stop_block(self, run_id: str, *, reset: bool = False,
-                         turn: str | None = None) -> int:
-        marker = stop_turn_setting(run_id)
-        with self._cursor(f"count a stop of run {run_id}", write=True) as cur:
-            # the run's row locked first: two deliveries of one stop are decided in turn
-            row = cur.execute("SELECT stop_blocks FROM runs WHERE id = %s FOR UPDATE",
-                              (run_id,)).fetchone()
-            if row is None:
-                raise NotFound(f"no run {run_id}", hint="list runs with: waypost ls")
-            if turn is not None and not reset and cur.execute(
-                    "SELECT 1 FROM settings WHERE name = %s AND value = %s",
-                    (marker, turn)).fetchone() is not None:
-                return int(row[0])
-            blocks = 0 if reset else int(row[0]) + 1
-            cur.execute("UPDATE runs SET stop_blocks = %s WHERE id = %s", (blocks, run_id))
-            if reset:
-                cur.execute("DELETE FROM settings WHERE name = %s", (marker,))
-            elif turn is not None:
-                cur.execute("INSERT INTO settings (name, value) VALUES (%s, %s)"
-                            " ON CONFLICT (name) DO UPDATE SET value = excluded.value",
-                            (marker, turn))
-        return blocks
 
     def commit_write(self, write: RunWrite) -> None:
         if len(write.events) == 1 and not write.outbox:
@@ -297,30 +268,6 @@ class PostgresStore(Store):
         rows = self._rows("list runs", query, params)
         return readable_packets(_packet_decoder, rows, skipped)
 
-    def change_cursor(self) -> int:
-        return int(self._rows("read the change cursor", api_sql.HORIZON)[0][0])
-
-    def changes_since(self, cursor: int, *, limit: int = 500) -> tuple[list[Packet], int]:
-        with self._cursor("read the changes", write=False) as cur:
-            rows, following = api_sql.changes_since(cur, cursor, limit)
-        return readable_packets(_packet_decoder, rows, None), following
-
-    def put_token(self, grant: Grant, token_hash: str) -> None:
-        with self._cursor(f"store token {grant.id}", write=True, one_statement=True) as cur:
-            api_sql.put_token(cur, grant, token_hash)
-
-    def token_grant(self, token_hash: str) -> Grant | None:
-        with self._cursor("look a token up", write=False) as cur:
-            return api_sql.token_grant(cur, token_hash)
-
-    def grants(self) -> list[Grant]:
-        with self._cursor("list tokens", write=False) as cur:
-            return api_sql.grants(cur)
-
-    def revoke_token(self, token_id: str, *, at: datetime) -> Grant | None:
-        with self._cursor(f"revoke token {token_id}", write=True, one_statement=True) as cur:
-            return api_sql.revoke_token(cur, token_id, at)
-
     def run_ids(self) -> list[str]:
         return [r[0] for r in self._rows("list run ids",
                                          "SELECT id FROM runs ORDER BY created_at, id")]
@@ -343,18 +290,7 @@ class PostgresStore(Store):
             raise NotFound(f"no blob {sha256}")
         return bytes(rows[0][0])
 
-    # --- the outbox and relays (SQL in postgres_outbox.py) -----------------------------
-
-    def claim_deliveries(self, relay: str, *, now: datetime, lease_s: float,
-                         limit: int = 1) -> list[Delivery]:
-        with self._cursor("claim deliveries", write=True) as cur:
-            return outbox_sql.claim(cur, relay, now=now, lease_s=lease_s, limit=limit)
-
-    def retry_delivery(self, key: str, relay: str, *, error: str, retry_at: datetime,
-                       outcome_unknown: bool = False) -> Delivery:
-        with self._cursor(f"reschedule delivery {key}", write=True) as cur:
-            return outbox_sql.retry(cur, key, relay, error=error, retry_at=retry_at,
-                                    outcome_unknown=outcome_unknown)
+    # --- the outbox (the rest of it, and the relays: `PostgresSide`) -------------------
 
     def finish_delivery(self, key: str, relay: str, *, at: datetime,
                         receipt: str | None = None, error: str | None = None,
@@ -367,39 +303,7 @@ class PostgresStore(Store):
                 self._write_runs(cur, [write])
         return settled
 
-    def deliveries(self, run_ids: Collection[str]) -> list[Delivery]:
-        with self._cursor("read deliveries", write=False) as cur:
-            return outbox_sql.of_runs(cur, run_ids)
-
-    def next_delivery_due(self) -> datetime | None:
-        with self._cursor("read the next delivery due", write=False) as cur:
-            return outbox_sql.next_due(cur)
-
-    def beat_relay(self, relay: RelayInfo) -> None:
-        with self._cursor(f"register relay {relay.id}", write=True) as cur:
-            outbox_sql.beat_relay(cur, relay)
-
-    def remove_relay(self, relay_id: str) -> None:
-        with self._cursor(f"remove relay {relay_id}", write=True) as cur:
-            outbox_sql.remove_relay(cur, relay_id)
-
-    def relays(self, *, now: datetime) -> list[RelayInfo]:
-        with self._cursor("list relays", write=False) as cur:
-            return outbox_sql.live_relays(cur, now)
-
-    # --- the watchdog (SQL in postgres_watch.py) ---------------------------------------
-
-    def beat_watcher(self, watcher: Watcher) -> None:
-        with self._cursor(f"register watcher {watcher.id}", write=True) as cur:
-            watch_sql.beat_watcher(cur, watcher)
-
-    def remove_watcher(self, watcher_id: str) -> None:
-        with self._cursor(f"remove watcher {watcher_id}", write=True) as cur:
-            watch_sql.remove_watcher(cur, watcher_id)
-
-    def watchers(self, *, now: datetime) -> list[Watcher]:
-        with self._cursor("list watchers", write=False) as cur:
-            return watch_sql.live_watchers(cur, now)
+    # --- the watchdog (its registrations: `PostgresSide`) -------------------------------
 
     def due_runs(self, *, now: datetime, owner: str | None = None,
                  after: tuple[datetime, str] | None = None, limit: int = 500,
@@ -409,10 +313,6 @@ class PostgresStore(Store):
                 return watch_sql.due_rows(cur, now=now, owner=owner, after=after, limit=limit)
 
         return due_page(fetch, _packet_decoder, after=after, limit=limit, skipped=skipped)
-
-    def defer_check(self, run_id: str, *, expected_version: int, at: datetime | None) -> bool:
-        with self._cursor(f"defer the next check of {run_id}", write=True) as cur:
-            return watch_sql.defer_check(cur, run_id, expected_version, at)
 
     def commit_writes(self, writes: Sequence[RunWrite | Deferral]) -> list[bool]:
         if not writes:

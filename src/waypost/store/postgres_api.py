@@ -22,30 +22,35 @@ _GRANT_COLUMNS = "id, holder, role, run_id, created_at, created_by, expires_at, 
 
 def changes_since(cursor: psycopg.Cursor[Any], start: int,
                   limit: int) -> tuple[list[tuple[str, str]], int]:
-    """(id, packet JSON) of the runs whose last writer's id is `start` or later, in id
-    order, and the next cursor. The cursor never passes the horizon (a transaction still
-    open below it may yet commit there), but runs written above it that are already
-    visible come at once too: while an old transaction anywhere on the server holds the
-    horizon back, a board still sees new changes (some of them again, later), never
-    misses one. One transaction's runs are never split across pages."""
+    """(id, packet JSON) of the runs last written by a transaction from `start` on, in id
+    order, and the next cursor, which never passes the horizon: a transaction still open
+    below it may yet commit there. Below the horizon the feed pages in order, one
+    transaction's runs never split; once it is through, the newest `limit` runs written
+    above the horizon and already visible come too, so a board sees new changes at once
+    while an old transaction anywhere on the server holds the horizon back (they come
+    again once it moves: a reader keeps the newest version of each run)."""
     (horizon,) = cursor.execute(HORIZON).fetchone() or (0,)
-    start = max(start, 0)
+    start, horizon = max(start, 0), int(horizon)
     rows = cursor.execute(
         "SELECT id, coalesce(packet_text, packet::text), change_xid::text::bigint FROM runs"
-        " WHERE change_xid >= %s::text::xid8 ORDER BY change_xid, id LIMIT %s",
-        (str(start), limit)).fetchall()
-    following = max(int(horizon), start)
+        " WHERE change_xid >= %s::text::xid8 AND change_xid < %s::text::xid8"
+        " ORDER BY change_xid, id LIMIT %s", (str(start), str(horizon), limit)).fetchall()
     if len(rows) == limit:
         last = rows[-1][2]
         whole = [r for r in rows if r[2] != last]
         if whole:  # leave the last transaction's runs to the next page, all of them
-            rows, following = whole, min(int(last), following)
-        else:  # one transaction wrote a whole page or more: take all of it now
-            rows = cursor.execute(
-                "SELECT id, coalesce(packet_text, packet::text), 0 FROM runs"
-                " WHERE change_xid = %s::text::xid8 ORDER BY id", (str(last),)).fetchall()
-            following = min(int(last) + 1, following)
-    return [(r[0], r[1]) for r in rows], max(following, start)
+            return [(r[0], r[1]) for r in whole], int(last)
+        # one transaction wrote a whole page or more: take all of it now
+        rows = cursor.execute(
+            "SELECT id, coalesce(packet_text, packet::text), 0 FROM runs"
+            " WHERE change_xid = %s::text::xid8 ORDER BY id", (str(last),)).fetchall()
+        return [(r[0], r[1]) for r in rows], int(last) + 1
+    early = cursor.execute(
+        "SELECT id, coalesce(packet_text, packet::text) FROM runs"
+        " WHERE change_xid >= %s::text::xid8 ORDER BY change_xid DESC, id DESC LIMIT %s",
+        (str(max(horizon, start)), limit)).fetchall()
+    return [(r[0], r[1]) for r in rows] + [(r[0], r[1]) for r in reversed(early)], \
+        max(horizon, start)
 
 
 def put_token(cur: psycopg.Cursor[Any], grant: Grant, token_hash: str) -> None:

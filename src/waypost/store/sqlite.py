@@ -27,14 +27,10 @@ from waypost.model import (
     json_decoder,
     to_json,
 )
-from waypost.store.base import (
-    Diagnosis,
-    SchemaState,
-    Status,
-    check_moves,
-)
+from waypost.store.base import check_moves
 from waypost.store.limits import MIN_WRITER, check_setting, stop_turn_setting
 from waypost.store.limits import busy_timeout as busy_timeout_setting
+from waypost.store.records import Diagnosis, SchemaState, Status
 from waypost.store.rows import DueRow, Skipped, decode_packet, due_page, readable_packets
 from waypost.store.sqlite_group import GroupCommit
 from waypost.store.sqlite_setup import SCHEMA_VERSION, StoreFile, integrity_diagnosis

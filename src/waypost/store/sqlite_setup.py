@@ -26,8 +26,8 @@ from waypost.errors import (
     StoreError,
     WaypostError,
 )
-from waypost.store.base import Diagnosis, Status
 from waypost.store.limits import BUSY_TIMEOUT_ENV, MIN_WRITER, write_refusal
+from waypost.store.records import Diagnosis, Status
 
 SCHEMA_VERSION = 10
 MIGRATIONS = ("sqlite.sql", "sqlite_2_outbox.sql", "sqlite_3_delivery.sql",

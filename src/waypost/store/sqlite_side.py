@@ -12,7 +12,8 @@ from contextlib import AbstractContextManager
 from datetime import datetime
 
 from waypost.model import Delivery, Grant, Packet, RelayInfo, Watcher, json_decoder
-from waypost.store.base import AlwaysHeld, Store
+from waypost.store.base import Store
+from waypost.store.records import AlwaysHeld
 from waypost.store.rows import readable_packets
 
 _Transaction = Callable[[str], AbstractContextManager[sqlite3.Connection]]

@@ -1,0 +1,145 @@
+"""The PostgreSQL store's operations whose SQL lives in modules of its own: the change
+feed and bearer tokens (`postgres_api`), the outbox's claims and the relays
+(`postgres_outbox`), the watchdog's registrations and deferred checks (`postgres_watch`).
+`PostgresStore` is built on this."""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from collections.abc import Collection
+from contextlib import AbstractContextManager
+from datetime import datetime
+from typing import Any, LiteralString
+
+import psycopg
+
+from waypost.errors import NotFound
+from waypost.model import Delivery, Grant, Packet, RelayInfo, Watcher, json_decoder
+from waypost.store import postgres_api as api_sql
+from waypost.store import postgres_outbox as outbox_sql
+from waypost.store import postgres_watch as watch_sql
+from waypost.store.base import Store
+from waypost.store.limits import stop_turn_setting
+from waypost.store.rows import readable_packets
+
+
+class PostgresSide(Store):
+    """Operations through the store's pooled cursors (`_cursor`, `_rows`: PostgresStore)."""
+
+    @abstractmethod
+    def _cursor(self, action: str, *, write: bool,
+                one_statement: bool = False) -> AbstractContextManager[psycopg.Cursor[Any]]:
+        """A cursor on a pooled connection (see PostgresStore)."""
+
+    @abstractmethod
+    def _rows(self, action: str, query: LiteralString,
+              params: tuple[object, ...] = ()) -> list[tuple[Any, ...]]:
+        """The rows of one read."""
+
+    # --- agent-host sessions ------------------------------------------------------
+
+    def session_run(self, session_id: str) -> str | None:
+        rows = self._rows(f"find the run of session {session_id[:80]!r}",
+                          "SELECT id FROM runs WHERE session_id = %s"
+                          " ORDER BY created_at DESC, id DESC LIMIT 1", (session_id,))
+        return str(rows[0][0]) if rows else None
+
+    def count_stop_block(self, run_id: str, *, reset: bool = False,
+                         turn: str | None = None) -> int:
+        marker = stop_turn_setting(run_id)
+        with self._cursor(f"count a stop of run {run_id}", write=True) as cur:
+            # the run's row locked first: two deliveries of one stop are decided in turn
+            row = cur.execute("SELECT stop_blocks FROM runs WHERE id = %s FOR UPDATE",
+                              (run_id,)).fetchone()
+            if row is None:
+                raise NotFound(f"no run {run_id}", hint="list runs with: waypost ls")
+            if turn is not None and not reset and cur.execute(
+                    "SELECT 1 FROM settings WHERE name = %s AND value = %s",
+                    (marker, turn)).fetchone() is not None:
+                return int(row[0])
+            blocks = 0 if reset else int(row[0]) + 1
+            cur.execute("UPDATE runs SET stop_blocks = %s WHERE id = %s", (blocks, run_id))
+            if reset:
+                cur.execute("DELETE FROM settings WHERE name = %s", (marker,))
+            elif turn is not None:
+                cur.execute("INSERT INTO settings (name, value) VALUES (%s, %s)"
+                            " ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+                            (marker, turn))
+        return blocks
+
+    # --- the change feed and bearer tokens ----------------------------------------
+
+    def change_cursor(self) -> int:
+        return int(self._rows("read the change cursor", api_sql.HORIZON)[0][0])
+
+    def changes_since(self, cursor: int, *, limit: int = 500) -> tuple[list[Packet], int]:
+        with self._cursor("read the changes", write=False) as cur:
+            rows, following = api_sql.changes_since(cur, cursor, limit)
+        return readable_packets(json_decoder(Packet), rows, None), following
+
+    def put_token(self, grant: Grant, token_hash: str) -> None:
+        with self._cursor(f"store token {grant.id}", write=True, one_statement=True) as cur:
+            api_sql.put_token(cur, grant, token_hash)
+
+    def token_grant(self, token_hash: str) -> Grant | None:
+        with self._cursor("look a token up", write=False) as cur:
+            return api_sql.token_grant(cur, token_hash)
+
+    def grants(self) -> list[Grant]:
+        with self._cursor("list tokens", write=False) as cur:
+            return api_sql.grants(cur)
+
+    def revoke_token(self, token_id: str, *, at: datetime) -> Grant | None:
+        with self._cursor(f"revoke token {token_id}", write=True, one_statement=True) as cur:
+            return api_sql.revoke_token(cur, token_id, at)
+
+    # --- the outbox's claims and the relays ---------------------------------------
+
+    def claim_deliveries(self, relay: str, *, now: datetime, lease_s: float,
+                         limit: int = 1) -> list[Delivery]:
+        with self._cursor("claim deliveries", write=True) as cur:
+            return outbox_sql.claim(cur, relay, now=now, lease_s=lease_s, limit=limit)
+
+    def retry_delivery(self, key: str, relay: str, *, error: str, retry_at: datetime,
+                       outcome_unknown: bool = False) -> Delivery:
+        with self._cursor(f"reschedule delivery {key}", write=True) as cur:
+            return outbox_sql.retry(cur, key, relay, error=error, retry_at=retry_at,
+                                    outcome_unknown=outcome_unknown)
+
+    def deliveries(self, run_ids: Collection[str]) -> list[Delivery]:
+        with self._cursor("read deliveries", write=False) as cur:
+            return outbox_sql.of_runs(cur, run_ids)
+
+    def next_delivery_due(self) -> datetime | None:
+        with self._cursor("read the next delivery due", write=False) as cur:
+            return outbox_sql.next_due(cur)
+
+    def beat_relay(self, relay: RelayInfo) -> None:
+        with self._cursor(f"register relay {relay.id}", write=True) as cur:
+            outbox_sql.beat_relay(cur, relay)
+
+    def remove_relay(self, relay_id: str) -> None:
+        with self._cursor(f"remove relay {relay_id}", write=True) as cur:
+            outbox_sql.remove_relay(cur, relay_id)
+
+    def relays(self, *, now: datetime) -> list[RelayInfo]:
+        with self._cursor("list relays", write=False) as cur:
+            return outbox_sql.live_relays(cur, now)
+
+    # --- the watchdog's registrations ---------------------------------------------
+
+    def beat_watcher(self, watcher: Watcher) -> None:
+        with self._cursor(f"register watcher {watcher.id}", write=True) as cur:
+            watch_sql.beat_watcher(cur, watcher)
+
+    def remove_watcher(self, watcher_id: str) -> None:
+        with self._cursor(f"remove watcher {watcher_id}", write=True) as cur:
+            watch_sql.remove_watcher(cur, watcher_id)
+
+    def watchers(self, *, now: datetime) -> list[Watcher]:
+        with self._cursor("list watchers", write=False) as cur:
+            return watch_sql.live_watchers(cur, now)
+
+    def defer_check(self, run_id: str, *, expected_version: int, at: datetime | None) -> bool:
+        with self._cursor(f"defer the next check of {run_id}", write=True) as cur:
+            return watch_sql.defer_check(cur, run_id, expected_version, at)
