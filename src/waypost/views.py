@@ -9,7 +9,8 @@ from datetime import datetime
 
 from waypost.core import observed
 from waypost.durations import utcnow
-from waypost.model import Packet
+from waypost.events import Approved, Claimed, EventData, Retargeted, Reviewed
+from waypost.model import Evidence, Packet
 from waypost.store.base import Store
 
 
@@ -26,3 +27,43 @@ def observe_runs(store: Store, packets: Sequence[Packet], now: datetime) -> list
 def observe_run(store: Store, packet: Packet, now: datetime | None = None) -> Packet:
     """One packet with its observed view (now, unless told)."""
     return observe_runs(store, [packet], now or utcnow())[0]
+
+
+def event_gist(data: EventData) -> str:
+    """What an event said, in a few words (raw: each view escapes it its own way)."""
+    if isinstance(data, Reviewed):
+        return f"{data.review_id}: " + gates_by_verdict(data.evidence)
+    if isinstance(data, Approved):
+        return ("waived " + "; ".join(f"{w.gate} ({w.reason})" for w in data.waivers)
+                if data.waivers else "no gate waived")
+    if isinstance(data, Claimed):
+        took = f", took over from {data.took_over_from}" if data.took_over_from else ""
+        return f"epoch {data.epoch}{took}"
+    if isinstance(data, Retargeted):
+        return retarget_gist(data)
+    for field in ("detail", "reason", "resolution", "note", "summary", "title"):
+        value = getattr(data, field, None)
+        if value:
+            return str(value)
+    for field in ("artifact", "evidence"):
+        value = getattr(data, field, None)
+        if value is not None:
+            return str(getattr(value, "name", None) or getattr(value, "summary", ""))
+    return ""
+
+
+def retarget_gist(data: Retargeted) -> str:
+    """`target → file:out.md; notify → …`, after the owner's acceptance of a duplicate."""
+    said = "; ".join(f"{field} → {value}" for field, value in
+                     (("target", data.target), ("notify", data.notify)) if value is not None)
+    if data.accept_duplicate:  # first: a long target must not cut it off
+        return f"duplicate accepted (the old target may already have the result); {said}"
+    return said
+
+
+def gates_by_verdict(evidence: Sequence[Evidence]) -> str:
+    """`passed: tests, build; failed: lint` — which gates the review ran, and how each did."""
+    verdicts: dict[str, list[str]] = {}
+    for e in evidence:
+        verdicts.setdefault(str(e.verdict), []).append(e.gate or e.id)
+    return "; ".join(f"{v}: {', '.join(gates)}" for v, gates in verdicts.items()) or "no gates"

@@ -14,8 +14,9 @@ from datetime import datetime
 from waypost.core import observed
 from waypost.display import md_block, md_inline, one_line, printable
 from waypost.durations import format_duration
-from waypost.events import Approved, Claimed, Event, EventData, Retargeted, Reviewed
+from waypost.events import Event
 from waypost.model import TERMINAL, Evidence, Packet, Review, State
+from waypost.views import event_gist
 
 LABEL = 10  # the width of the terminal view's labels
 LOG_GIST = 80  # characters of an event's gist in `waypost log`
@@ -259,45 +260,6 @@ def event_log(events: Sequence[Event]) -> str:
     """One row per event: seq, time, actor (and epoch), type and what it said."""
     rows = [(str(e.seq).rjust(len(str(events[-1].seq))), _when(e.at),
              one_line(e.actor) + (f" epoch {e.epoch}" if e.epoch is not None else ""),
-             e.type, _cut(_event_gist(e.data), LOG_GIST))
+             e.type, _cut(event_gist(e.data), LOG_GIST))
             for e in events]
     return _columns(rows) if rows else ""
-
-
-def _event_gist(data: EventData) -> str:
-    if isinstance(data, Reviewed):
-        return f"{data.review_id}: " + _gates_by_verdict(data.evidence)
-    if isinstance(data, Approved):
-        return ("waived " + "; ".join(f"{w.gate} ({w.reason})" for w in data.waivers)
-                if data.waivers else "no gate waived")
-    if isinstance(data, Claimed):
-        took = f", took over from {data.took_over_from}" if data.took_over_from else ""
-        return f"epoch {data.epoch}{took}"
-    if isinstance(data, Retargeted):
-        return retarget_gist(data)
-    for field in ("detail", "reason", "resolution", "note", "summary", "title"):
-        value = getattr(data, field, None)
-        if value:
-            return str(value)
-    for field in ("artifact", "evidence"):
-        value = getattr(data, field, None)
-        if value is not None:
-            return str(getattr(value, "name", None) or getattr(value, "summary", ""))
-    return ""
-
-
-def retarget_gist(data: Retargeted) -> str:
-    """`target → file:out.md; notify → …`, after the owner's acceptance of a duplicate."""
-    said = "; ".join(f"{field} → {value}" for field, value in
-                     (("target", data.target), ("notify", data.notify)) if value is not None)
-    if data.accept_duplicate:  # first: a long target must not cut it off
-        return f"duplicate accepted (the old target may already have the result); {said}"
-    return said
-
-
-def _gates_by_verdict(evidence: Sequence[Evidence]) -> str:
-    """`passed: tests, build; failed: lint` — which gates the review ran, and how each did."""
-    verdicts: dict[str, list[str]] = {}
-    for e in evidence:
-        verdicts.setdefault(str(e.verdict), []).append(e.gate or e.id)
-    return "; ".join(f"{v}: {', '.join(gates)}" for v, gates in verdicts.items()) or "no gates"

@@ -1,11 +1,304 @@
-"""The web board (a stub until the board lands): its handlers, composed by `create_app`."""
+"""The web board: `/` (the runs by state), `/runs/{id}` (one run), its artifacts, the owner's
+actions, the sign-in form, `/events` (the live feed, `waypost.http.stream`) and the
+board's own script and stylesheet (served here, nothing from a CDN).
+
+Pages are rendered on the server (`board_render`) from pure view models (`board_views`)
+over the observed view (`waypost.views`). What a visitor may do is the access rules'
+(`core.access`, the same as the API's) and then the use cases' (`Run`): the board offers a
+button only where both would let it through, and decides again when it is pressed.
+"""
 
 from __future__ import annotations
 
+import functools
+import re
+from collections.abc import Iterable
+from typing import Annotated, Any, Final, TypeVar
+from urllib.parse import quote
+
+import anyio.to_thread
+import msgspec
+from litestar import Request, Response, Router, get, post
+from litestar.datastructures import Cookie
+from litestar.handlers import HTTPRouteHandler
+from litestar.params import PathParameter, QueryParameter
+from litestar.response import Redirect, ServerSentEvent
+from litestar.static_files import create_static_files_router
 from litestar.types import ControllerRouterHandler
 
+from waypost import errors, tokens
+from waypost.artifacts import fetch, safe_name
+from waypost.core import access
+from waypost.core.access import Operation
+from waypost.durations import utcnow
+from waypost.http import board_session, board_views, operations, shapes, stream
+from waypost.http.board_render import HEADERS, STATIC, render
+from waypost.http.board_session import SignIn, Visitor
+from waypost.http.deps import ConfigDep, StoreDep
+from waypost.http.errors import status_of
 from waypost.http.settings import ServerConfig
+from waypost.model import Packet
+from waypost.store import Store
+from waypost.views import observe_run, observe_runs
+
+LIST_LIMIT: Final = 1000  # runs on the board, the most recently changed first
+ACTIONS: Final = {"review": Operation.REVIEW, "approve": Operation.APPROVE,
+                  "changes": Operation.CHANGES, "cancel": Operation.CANCEL}
+FormData = dict[str, list[str]]
+BodyT = TypeVar("BodyT")
+RunId = Annotated[str, PathParameter(max_length=64, description="The run's id (wp_…).")]
+ArtifactName = Annotated[str, PathParameter(max_length=1000)]
+Action = Annotated[str, PathParameter(max_length=40)]
+NextPage = Annotated[str | None, QueryParameter(name="next", max_length=100)]
+After = Annotated[str | None, QueryParameter(
+    max_length=40, description="The change cursor the page was rendered at (a reconnect "
+    "sends Last-Event-ID instead, which wins).")]
 
 
 def handlers(config: ServerConfig) -> list[ControllerRouterHandler]:
-    return []
+    pages = Router(path="/", route_handlers=[
+        board_page, run_page, artifact, sign_in_form, sign_in, sign_out, act],
+        exception_handlers={SignIn: _to_sign_in,
+                            errors.WaypostError: _error_page},
+        include_in_schema=False)
+    static = create_static_files_router(path="/static", directories=[STATIC],
+                                        include_in_schema=False, name="board-static")
+    return [pages, static, feed_handler(stream.SharedScans())]
+
+
+def _html(body: str, status: int = 200, cookies: list[Cookie] | None = None) -> Response[str]:
+    return Response(body, media_type="text/html; charset=utf-8", status_code=status,
+                    headers=HEADERS, cookies=cookies)
+
+
+async def _offload(work: Any) -> Any:
+    return await anyio.to_thread.run_sync(work)
+
+
+# --- pages ---------------------------------------------------------------------------
+
+
+@get("/", sync_to_thread=True)
+def board_page(request: Request[Any, Any, Any], store: StoreDep,
+               config: ConfigDep) -> Response[str]:
+    who = board_session.visitor(request, store, config)
+    cursor = store.change_cursor()  # before the read: a change in between is sent again
+    now = utcnow()
+    scoped = who.grant.run_id if who.grant is not None else None
+    listed = [store.get(scoped)] if scoped else store.list_runs(limit=LIST_LIMIT)
+    packets = _visible(who, listed)
+    groups = board_views.board(observe_runs(store, packets, now), now)
+    return _html(render("board.html", groups=groups, cursor=cursor, run_id="",
+                        visitor=who.label, csrf=who.csrf, error=None,
+                        capped=LIST_LIMIT if len(listed) >= LIST_LIMIT else None))
+
+
+@get("/runs/{run_id:str}", sync_to_thread=True)
+def run_page(request: Request[Any, Any, Any], store: StoreDep, config: ConfigDep,
+             run_id: RunId) -> Response[str]:
+    who = board_session.visitor(request, store, config)
+    return _html(_run_html(store, who, run_id))
+
+
+def _run_html(store: Store, who: Visitor, run_id: str,
+              error: errors.WaypostError | None = None) -> str:
+    cursor = store.change_cursor()
+    packet = _readable(store, who, run_id)
+    now = packet.observed.as_of if packet.observed else utcnow()
+    page = board_views.run_page(packet, store.events(run_id), now,
+                                actions=_allowed_actions(who, packet))
+    return render("run.html", page=page, cursor=cursor, run_id=packet.id, visitor=who.label,
+                  csrf=who.csrf, error=error.as_dict() if error else None)
+
+
+@get("/runs/{run_id:str}/artifacts/{name:str}", sync_to_thread=True)
+def artifact(request: Request[Any, Any, Any], store: StoreDep, config: ConfigDep,
+             run_id: RunId, name: ArtifactName) -> Response[bytes]:
+    """The stored bytes as a download, never shown inline (they are someone's input)."""
+    who = board_session.visitor(request, store, config)
+    if who.grant is not None:
+        found, data = operations.artifact(store, who.grant, run_id, name)
+    else:
+        found, data = fetch(store, run_id, name)
+    disposition = (f'attachment; filename="{safe_name(found.name)}"; '
+                   f"filename*=UTF-8''{quote(found.name, safe='')}")
+    return Response(data, media_type="application/octet-stream",
+                    headers={**HEADERS, "Content-Disposition": disposition})
+
+
+def _readable(store: Store, who: Visitor, run_id: str) -> Packet:
+    """The run, as the API's `show` reads it for this token (the open board reads all)."""
+    if who.grant is not None:
+        return operations.show(store, who.grant, run_id)
+    return observe_run(store, store.get(run_id))
+
+
+def _visible(who: Visitor, packets: Iterable[Packet]) -> list[Packet]:
+    return list(packets) if who.grant is None else access.visible(who.grant, packets)
+
+
+def _allowed_actions(who: Visitor, packet: Packet) -> set[str]:
+    """The owner actions the access rules let this visitor's token ask for on `packet`."""
+    if who.grant is None:
+        return set()
+    allowed = set()
+    for name, operation in ACTIONS.items():
+        try:
+            access.check_operation(who.grant, operation, packet)
+        except errors.Refused:
+            continue
+        allowed.add(name)
+    return allowed
+
+
+# --- signing in and out ------------------------------------------------------------------
+
+
+@get("/login", sync_to_thread=False)
+def sign_in_form(next_page: NextPage = None) -> Response[str]:
+    return _html(render("login.html", cursor="", run_id="", visitor="", csrf="", error=None,
+                        next_page=_back_to(next_page)))
+
+
+@post("/login", status_code=303)
+async def sign_in(request: Request[Any, Any, Any], store: StoreDep) -> Response[Any]:
+    board_session.check_origin(request)
+    form = await request.form()
+    secret = str(form.get("token") or "").strip()[:512]
+    try:
+        await _offload(functools.partial(tokens.authenticate, store, secret))
+    except errors.WaypostError as exc:
+        return _html(render("login.html", cursor="", run_id="", visitor="", csrf="",
+                            error=exc.as_dict(), next_page="/"), status=status_of(exc))
+    secure = request.url.scheme == "https"
+    return Redirect(_back_to(str(form.get("next") or "")), status_code=303,
+                    cookies=[board_session.token_cookie(secret, secure=secure)])
+
+
+@post("/logout", status_code=303, sync_to_thread=False)
+def sign_out(request: Request[Any, Any, Any]) -> Redirect:
+    board_session.check_origin(request)
+    return Redirect("/login", status_code=303, cookies=[
+        board_session.cleared_cookie(secure=request.url.scheme == "https")])
+
+
+# --- the owner's actions -----------------------------------------------------------------
+
+
+@post("/runs/{run_id:str}/{action:str}", status_code=303)
+async def act(request: Request[Any, Any, Any], store: StoreDep, config: ConfigDep,
+              run_id: RunId, action: Action) -> Response[Any]:
+    """review, approve (with waivers), changes, cancel: the same rules and use cases as
+    the API's; a refusal shows the run page with the reason."""
+    form = await request.form()
+    fields: FormData = {key: [str(v) for v in form.getall(key)] for key in form}
+    who = await _offload(functools.partial(board_session.visitor, request, store, config))
+    board_session.check_post(request, who, _one(fields, board_session.CSRF_FIELD))
+    try:
+        await _offload(functools.partial(perform, store, config, who, run_id, action, fields))
+    except errors.WaypostError as exc:
+        body = await _offload(functools.partial(_run_html, store, who, run_id, exc))
+        return _html(body, status=status_of(exc))
+    return Redirect(f"/runs/{quote(run_id, safe='')}", status_code=303)
+
+
+def perform(store: StoreDep, config: ConfigDep, who: Visitor, run_id: str, action: str,
+            fields: FormData) -> None:
+    """One owner action as `who`'s token's holder: the API's own operation, so the same
+    access rules, the same refusal of gates that would run here, the same use case."""
+    operation = ACTIONS.get(action)
+    if operation is None:
+        raise errors.NotFound(f"the board has no action {action[:40]!r}",
+                              hint="review, approve, changes or cancel")
+    if who.grant is None:
+        raise errors.NotAuthorized("the open board is read only", hint="sign in with a token")
+    if operation is Operation.REVIEW:
+        operations.review(store, who.grant, config, run_id)
+    elif operation is Operation.APPROVE:
+        operations.approve(store, who.grant, run_id,
+                           _body({"waivers": _waivers(fields)}, shapes.ApproveBody))
+    else:
+        body = _body({"reason": _one(fields, "reason") or ""}, shapes.ReasonBody)
+        chosen = operations.changes if operation is Operation.CHANGES else operations.cancel
+        chosen(store, who.grant, run_id, body)
+
+
+def _body(fields: dict[str, Any], shape: type[BodyT]) -> BodyT:
+    """A form read into the API's own request shape, under the same limits."""
+    try:
+        return msgspec.convert(fields, shape)
+    except msgspec.ValidationError as exc:
+        raise errors.InvalidInput(f"the form is not accepted: {exc}",
+                                  hint="reload the page and try again") from None
+
+
+def _one(fields: FormData, key: str) -> str | None:
+    values = fields.get(key) or []
+    return values[0] if len(values) == 1 else None
+
+
+def _waivers(fields: FormData) -> dict[str, str]:
+    """`gate` and `reason` fields in pairs; a gate left without a reason is not waived."""
+    gates, reasons = fields.get("gate", []), fields.get("reason", [])
+    if len(gates) != len(reasons) or len(gates) > 100:
+        raise errors.InvalidInput("each waived gate needs one reason field",
+                                  hint="reload the page and try again")
+    return {g: r.strip() for g, r in zip(gates, reasons, strict=True) if r.strip()}
+
+
+# --- the live feed ----------------------------------------------------------------------
+
+
+def feed_handler(scans: stream.SharedScans) -> HTTPRouteHandler:
+    """`/events`, its streams sharing `scans` (one per server)."""
+
+    @get("/events", media_type="text/event-stream", summary="The board's live feed",
+         description="Server-sent events; each `id:` is the store's change cursor: "
+         "reconnect with Last-Event-ID to be told of every change since.")
+    async def events(request: Request[Any, Any, Any], store: StoreDep, config: ConfigDep,
+                     after: After = None) -> ServerSentEvent:
+        who = await _offload(functools.partial(board_session.visitor, request, store, config,
+                                               page=False))
+        last = request.headers.get("last-event-id")
+        cursor = await _offload(functools.partial(stream.start_cursor, store, last, after))
+        feed = stream.Feed(store=store, visible=functools.partial(_visible, who),
+                           still_allowed=functools.partial(_still_allowed, store, who),
+                           call=anyio.to_thread.run_sync, sleep=anyio.sleep, scans=scans)
+        return ServerSentEvent(stream.messages(feed, cursor))
+
+    return events
+
+
+def _still_allowed(store: Store, who: Visitor) -> None:
+    if who.secret is not None:
+        tokens.authenticate(store, who.secret)
+
+
+# --- errors as pages --------------------------------------------------------------------
+
+
+def _to_sign_in(request: Request[Any, Any, Any], _: SignIn) -> Response[Any]:
+    back = _back_to(request.url.path)
+    return Redirect("/login" if back == "/" else f"/login?next={quote(back, safe='/')}",
+                    status_code=303)
+
+
+def _back_to(path: str | None) -> str:
+    """Where sign-in returns: one of the board's own pages, else the board."""
+    if path and re.fullmatch(r"/runs/[A-Za-z0-9_]{1,64}", path):
+        return path
+    return "/"
+
+
+def _error_page(request: Request[Any, Any, Any], exc: errors.WaypostError) -> Response[str]:
+    """A refused page, as a page: the status from the one error map (`errors.status_of`)."""
+    status = status_of(exc)
+    cookies = None
+    if status == 401:  # a wrong, expired or revoked token: forget it, offer the form
+        cookies = [board_session.cleared_cookie(secure=request.url.scheme == "https")]
+        body = render("login.html", cursor="", run_id="", visitor="", csrf="",
+                      error=exc.as_dict(), next_page=_back_to(request.url.path))
+    else:
+        body = render("base.html", cursor="", run_id="", visitor="", csrf="",
+                      error=exc.as_dict())
+    return _html(body, status=status, cookies=cookies)

@@ -1,0 +1,44 @@
+"""The board's HTML: Jinja2 templates rendered to text, autoescaped, strict about names.
+
+Rendered here rather than through Litestar's template config so that the board's pages are
+plain functions of their view models (tested without a server) and the app needs no
+template setup. Every page carries the same security headers: scripts and styles only from
+this server, no framing, forms only to this server, no referrer to other sites.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Final
+
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+
+from waypost.display import printable
+
+TEMPLATES: Final = Path(__file__).with_name("templates")
+STATIC: Final = Path(__file__).with_name("static")
+HEADERS: Final = {
+    "Content-Security-Policy": (
+        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
+        "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"),
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin",  # no-referrer would make a post's Origin "null"
+    "Cache-Control": "no-store",
+}
+
+
+
+def _shown(value: Any) -> Any:
+    """Every string a page prints, whatever its source (an error message quotes input too):
+    no control character or bidirectional override reaches the browser; then autoescape."""
+    return printable(value) if isinstance(value, str) else value
+
+
+_environment = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=True,
+                           undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+                           finalize=_shown)
+
+
+def render(template: str, **context: Any) -> str:
+    """The page `template` (a file in templates/) filled from `context`, HTML-escaped."""
+    return _environment.get_template(template).render(**context)

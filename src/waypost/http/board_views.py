@@ -1,0 +1,268 @@
+"""What the board shows, as plain records: pure, no I/O, no Litestar.
+
+Every string a run holds is someone's input. Each passes through `waypost.display` here
+(`one_line` for a field that keeps to its line, `printable` for one that may span lines),
+and the templates escape it again for HTML (Jinja2 autoescape): a title can neither run a
+script nor reverse the text around it. Liveness, watch coverage and delivery come from the
+observed view (`waypost.core.observed`, filled in by `waypost.views`); which gates are
+unmet from `waypost.core.gates`: nothing here decides a rule.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from waypost.core import observed
+from waypost.core.gates import current_review, unmet, verdicts
+from waypost.display import one_line, printable
+from waypost.durations import format_duration
+from waypost.events import Event
+from waypost.model import TERMINAL, Artifact, Packet, State
+from waypost.views import event_gist
+
+STATE_ORDER = (State.IN_PROGRESS, State.BLOCKED, State.READY_FOR_REVIEW, State.APPROVED,
+               State.DELIVERED, State.CANCELLED)
+OWNER_ACTIONS = ("review", "approve", "changes", "cancel")  # what the run page may offer
+TITLE_WIDTH = 120  # characters of a title in a board row
+TIMELINE_GIST = 200  # characters of an event's gist on the run page
+
+
+def when(moment: datetime | None) -> str:
+    return moment.strftime("%Y-%m-%d %H:%M:%SZ") if moment else "-"
+
+
+def ago(moment: datetime | None, now: datetime) -> str:
+    if moment is None:
+        return "never"
+    return f"{format_duration(max(0.0, (now - moment).total_seconds()))} ago"
+
+
+def cut(text: str, width: int) -> str:
+    """One line of at most `width` characters, `…` where it was cut."""
+    shown = one_line(text[: width * 4 + 8], limit=None)
+    if len(shown) > width or len(text) > width * 4 + 8:
+        shown = shown[: width - 1] + "…"
+    return shown
+
+
+# --- the board: one row per run, grouped by state -------------------------------------
+
+
+@dataclass(frozen=True)
+class Row:
+    id: str
+    title: str
+    state: str
+    kind: str
+    owner: str
+    worker: str
+    liveness: str  # fresh / late / silent / not measured
+    quiet: str  # how long since the last sign of life ("" when not measured)
+    watch: str  # "watched by W" / "unwatched" / "bounded" / "finished"
+    watch_detail: str  # the observed view's whole watch line
+    blockers: tuple[str, ...]  # the open blockers, "kind: detail"
+    delivery: str  # the short delivery cell (queued, retrying (3), delivered, FAILED …)
+    delivery_detail: str  # the observed view's whole delivery line
+    age: str  # since the run started
+    updated: str  # since its last change
+
+
+@dataclass(frozen=True)
+class Group:
+    state: str
+    rows: tuple[Row, ...]
+
+
+def row(packet: Packet, now: datetime) -> Row:
+    """One board row from a packet with its observed view (`views.observe_runs`)."""
+    obs = packet.observed
+    deliveries = obs.deliveries if obs is not None else ()
+    liveness = "not measured"
+    quiet = ""
+    if obs is not None and obs.liveness is not None:
+        liveness = str(obs.liveness)
+        if obs.silent_for_s is not None:
+            quiet = f"quiet {format_duration(obs.silent_for_s)}"
+    return Row(id=packet.id, title=cut(packet.title, TITLE_WIDTH), state=str(packet.state),
+               kind=str(packet.kind), owner=one_line(packet.owner),
+               worker=one_line(packet.worker.actor) if packet.worker else "-",
+               liveness=liveness, quiet=quiet, watch=_watch_cell(packet),
+               watch_detail=one_line(obs.watch) if obs else "",
+               blockers=tuple(f"{b.kind}: {one_line(b.detail)}" for b in packet.open_blockers),
+               delivery=observed.short(packet, deliveries),
+               delivery_detail=one_line(obs.delivery) if obs else "",
+               age=format_duration(max(0.0, (now - packet.created_at).total_seconds())),
+               updated=ago(packet.updated_at, now))
+
+
+def _watch_cell(packet: Packet) -> str:
+    obs = packet.observed
+    if obs is None:
+        return "-"
+    if obs.watched_by:
+        return f"watched by {one_line(obs.watched_by)}"
+    return one_line(obs.watch.split(":")[0])  # unwatched / bounded / finished
+
+
+def board(packets: Sequence[Packet], now: datetime) -> tuple[Group, ...]:
+    """The runs grouped by state in the order work moves; an empty state is left out."""
+    by_state: dict[State, list[Row]] = {}
+    for packet in packets:
+        by_state.setdefault(packet.state, []).append(row(packet, now))
+    return tuple(Group(state=str(s), rows=tuple(by_state[s])) for s in STATE_ORDER
+                 if s in by_state)
+
+
+# --- the run page ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Moment:
+    seq: int
+    at: str
+    actor: str
+    type: str
+    gist: str
+
+
+@dataclass(frozen=True)
+class ArtifactView:
+    name: str  # as shown
+    raw_name: str  # as stored: the download link quotes it
+    role: str
+    size: str
+    sha256: str
+    stored: bool  # a copy is in the store: downloadable
+    url: str  # a recorded URL (shown as text, never as a link)
+    recorded: str
+
+
+@dataclass(frozen=True)
+class EvidenceView:
+    id: str
+    kind: str
+    verdict: str
+    assurance: str
+    summary: str
+    reason: str
+    command: str
+    exit_code: str
+    gate: str
+    recorded: str
+
+
+@dataclass(frozen=True)
+class GateView:
+    name: str
+    raw_name: str  # the waiver field names it
+    check: str
+    required: bool
+    verdict: str  # passed / failed / skipped / not reviewed
+    summary: str
+    waived: str  # the owner's reason, when waived
+    unmet: bool  # required and neither passed nor waived: approving needs a waiver
+
+
+@dataclass(frozen=True)
+class BlockerView:
+    id: str
+    kind: str
+    detail: str
+    open: bool
+    opened: str
+    resolution: str
+
+
+@dataclass(frozen=True)
+class RunPage:
+    row: Row
+    target: str
+    outcome: str
+    public_summary: str
+    note: str
+    progress: str
+    timeline: tuple[Moment, ...]
+    artifacts: tuple[ArtifactView, ...]
+    evidence: tuple[EvidenceView, ...]
+    gates: tuple[GateView, ...]
+    blockers: tuple[BlockerView, ...]
+    change_requests: tuple[str, ...]
+    waivers: tuple[str, ...]
+    actions: frozenset[str] = field(default_factory=frozenset)  # what this visitor may do
+
+
+def run_page(packet: Packet, events: Sequence[Event], now: datetime,
+             actions: Collection[str] = ()) -> RunPage:
+    """The run page: `actions` are the owner actions the visitor's token allows (decided by
+    the access rules, not here), narrowed to what the run's state makes possible."""
+    result = packet.result
+    return RunPage(
+        row=row(packet, now), target=one_line(packet.target), outcome=_outcome(packet),
+        public_summary=printable(result.public_summary) if result and result.public_summary
+        else "",
+        note=printable(packet.progress.note or ""),
+        progress=f"{packet.progress.fraction:.0%}" if packet.progress.fraction is not None
+        else "",
+        timeline=tuple(Moment(seq=e.seq, at=when(e.at), actor=one_line(e.actor), type=e.type,
+                              gist=cut(event_gist(e.data), TIMELINE_GIST)) for e in events),
+        artifacts=tuple(_artifact(a) for a in packet.artifacts),
+        evidence=tuple(EvidenceView(
+            id=e.id, kind=str(e.kind), verdict=str(e.verdict), assurance=str(e.assurance),
+            summary=printable(e.summary), reason=printable(e.reason or ""),
+            command=one_line(e.command or ""),
+            exit_code="" if e.exit_code is None else str(e.exit_code),
+            gate=one_line(e.gate or ""),
+            recorded=f"{one_line(e.recorded_by)}, {when(e.recorded_at)}")
+            for e in packet.evidence),
+        gates=_gates(packet),
+        blockers=tuple(BlockerView(
+            id=b.id, kind=str(b.kind), detail=printable(b.detail), open=b.is_open,
+            opened=f"{one_line(b.opened_by)}, {when(b.opened_at)}",
+            resolution=printable(b.resolution or "")) for b in packet.blockers),
+        change_requests=tuple(f"{one_line(c.reason)} ({one_line(c.by)}, {when(c.at)})"
+                              for c in packet.change_requests),
+        waivers=tuple(f"gate {one_line(w.gate)} waived by {one_line(w.by)} at {when(w.at)}: "
+                      f"{one_line(w.reason)}" for w in
+                      (packet.approval.waivers if packet.approval else ())),
+        actions=possible(packet, actions))
+
+
+def possible(packet: Packet, allowed: Collection[str]) -> frozenset[str]:
+    """The allowed owner actions the run's state offers: review, approve and changes while
+    it waits for review; cancel until it is finished. (The use cases decide again.)"""
+    offered = set()
+    if packet.state is State.READY_FOR_REVIEW:
+        offered |= {"review", "approve", "changes"}
+    if packet.state not in TERMINAL:
+        offered.add("cancel")
+    return frozenset(a for a in OWNER_ACTIONS if a in allowed and a in offered)
+
+
+def _artifact(a: Artifact) -> ArtifactView:
+    return ArtifactView(name=one_line(a.name), raw_name=a.name, role=str(a.role),
+                        size="?" if a.bytes is None else f"{a.bytes} B",
+                        sha256=(a.sha256 or "")[:12], stored=a.stored,
+                        url=one_line(a.url or ""),
+                        recorded=f"{one_line(a.recorded_by)}, {when(a.recorded_at)}")
+
+
+def _gates(packet: Packet) -> tuple[GateView, ...]:
+    waived = packet.approval.waivers if packet.approval else ()
+    found = verdicts(packet, current_review(packet), waived)
+    open_ = {v.gate for v in unmet(found)}
+    return tuple(GateView(name=one_line(v.gate), raw_name=v.gate, check=one_line(v.check),
+                          required=v.required,
+                          verdict=str(v.verdict) if v.verdict else "not reviewed",
+                          summary=one_line(v.summary), waived=one_line(v.waived or ""),
+                          unmet=v.gate in open_)
+                 for v in found)
+
+
+def _outcome(packet: Packet) -> str:
+    if packet.state is State.CANCELLED:
+        return f"cancelled: {one_line(packet.cancel_reason or '(no reason recorded)')}"
+    if packet.observed is not None:
+        return one_line(packet.observed.delivery)
+    return ""

@@ -1,0 +1,143 @@
+"""The board's pages as functions of their view models, without a server: hostile stored
+strings come out escaped, the owner's buttons appear only where the rules would allow the
+action, and every column reads the observed view."""
+
+from __future__ import annotations
+
+import html
+import re
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import waypost
+from waypost.durations import utcnow
+from waypost.http import board_views
+from waypost.http.board_render import render
+from waypost.model import BlockerKind, EvidenceKind, Verdict
+from waypost.store import Store, open_store
+from waypost.views import observe_run, observe_runs
+
+HOSTILE = ('<script>alert(1)</script>"\'&<img src=x onerror=alert(2)>'
+           "\u202edlrow\x1b]52;c;AAAA\x07 {{ 7*7 }} {% raw %}")
+
+
+def _store(tmp_path: Path) -> Store:
+    return open_store(str(tmp_path / "board.db"))
+
+
+def _hostile_run(store: Store, tmp_path: Path) -> str:
+    run, _ = waypost.start(store, HOSTILE, actor="alice", owner="alice", target="none:",
+                           kind=waypost.Kind.LONG_RUNNING, max_silence=60,
+                           gates=[waypost.Gate(name="report", check="artifact:r.md")])
+    worker = waypost.Run(store, run.id, actor="worker-1")
+    worker.claim()
+    worker.heartbeat(note=HOSTILE, progress=0.5)
+    worker.block(BlockerKind.OTHER, HOSTILE)
+    worker.report_evidence(EvidenceKind.TEST, Verdict.PASSED, HOSTILE)
+    (tmp_path / "r.md").write_text(f"# Report\n\n{HOSTILE} and some words to be substantive\n")
+    worker.add_artifact(str(tmp_path / "r.md"), role=waypost.ArtifactRole.REPORT,
+                        max_bytes=1 << 20)
+    return run.id
+
+
+def _page(store: Store, run_id: str, actions: set[str]) -> str:
+    now = utcnow()
+    packet = observe_run(store, store.get(run_id), now)
+    view = board_views.run_page(packet, store.events(run_id), now, actions=actions)
+    return render("run.html", page=view, cursor=7, run_id=run_id, visitor="v", csrf="c",
+                  error=None)
+
+
+def _assert_inert(page: str) -> None:
+    """No markup of the hostile text survives: it shows only as escaped text."""
+    assert "<script>alert" not in page
+    assert "<img src=x" not in page
+    assert "\u202e" not in page
+    assert "\x1b" not in page
+    assert "\x07" not in page
+    assert "49" not in re.sub(r"[0-9a-f]{12,}|wp_\w+|\d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ", "", page)
+    assert html.escape("<script>alert(1)</script>") in page
+    assert "\\u202e" in page  # the bidi override shown as text, not obeyed
+
+
+def test_hostile_strings_render_escaped_on_the_board_and_the_run_page(tmp_path: Path) -> None:
+    with _store(tmp_path) as store:
+        run_id = _hostile_run(store, tmp_path)
+        now = utcnow()
+        groups = board_views.board(observe_runs(store, store.list_runs(), now), now)
+        board = render("board.html", groups=groups, cursor=3, run_id="", visitor=HOSTILE,
+                       csrf="", error={"code": "x", "message": HOSTILE, "hint": HOSTILE},
+                       capped=None)
+        _assert_inert(board)
+        _assert_inert(_page(store, run_id, {"cancel"}))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=st.text(min_size=1, max_size=60).filter(lambda t: t.strip() == t and t.strip()))
+def test_any_title_is_text_never_markup(text: str) -> None:
+    """Whatever a title holds, the page holds no tag or attribute the title did not escape."""
+    row = board_views.Row(id="wp_x", title=board_views.cut(text, 120), state="blocked",
+                          kind="long_running", owner="o", worker="w", liveness="fresh",
+                          quiet="", watch="unwatched", watch_detail="", blockers=(text,),
+                          delivery="-", delivery_detail="", age="1s", updated="1s ago")
+    page = render("board.html", groups=(board_views.Group(state="blocked", rows=(row,)),),
+                  cursor=1, run_id="", visitor="", csrf="", error=None, capped=None)
+    cell = page.split('<td class="title">', 1)[1].split("</td>", 1)[0]
+    assert "<" not in cell
+    assert ">" not in cell
+    assert html.unescape(cell) == board_views.cut(text, 120)
+
+
+def test_the_viewer_sees_no_button_and_the_owner_sees_those_the_state_offers(
+        tmp_path: Path) -> None:
+    with _store(tmp_path) as store:
+        run_id = _hostile_run(store, tmp_path)
+        viewer = _page(store, run_id, set())
+        assert "<form method=\"post\" action=\"/runs/" not in viewer
+        assert 'id="approve"' not in viewer
+        assert 'id="cancel"' not in viewer
+        every = {"review", "approve", "changes", "cancel"}
+        blocked = _page(store, run_id, every)
+        assert 'id="cancel"' in blocked
+        assert 'id="approve"' not in blocked
+        owner = waypost.Run(store, run_id, actor="alice")
+        owner.unblock(store.get(run_id).open_blockers[0].id, "done")
+        waypost.Run(store, run_id, actor="worker-1").ready("done", artifacts=["r.md"])
+        ready = _page(store, run_id, every)
+        for button in ("review", "approve", "changes", "cancel"):
+            assert f'id="{button}"' in ready
+        assert 'name="csrf" value="c"' in ready
+        assert 'name="gate" value="report"' in ready  # unreviewed: approving needs a waiver
+
+
+def test_a_row_reads_liveness_watch_blockers_delivery_and_age_from_the_observed_view(
+        tmp_path: Path) -> None:
+    with _store(tmp_path) as store:
+        run_id = _hostile_run(store, tmp_path)
+        now = utcnow() + timedelta(seconds=90)  # past max_silence (60 s): silent
+        packet = observe_run(store, store.get(run_id), now)
+        row = board_views.row(packet, now)
+        assert packet.observed is not None
+        assert row.liveness == "silent" == packet.observed.liveness
+        assert row.watch == "unwatched"
+        assert row.blockers
+        assert row.blockers[0].startswith("other: <script>")
+        assert row.delivery == "none"  # target none:
+        assert row.age == "1m30s"
+
+
+@pytest.mark.parametrize("state_moves", [0, 1])
+def test_groups_follow_the_order_work_moves(tmp_path: Path, state_moves: int) -> None:
+    with _store(tmp_path) as store:
+        first = _hostile_run(store, tmp_path)
+        if state_moves:
+            waypost.Run(store, first, actor="alice").cancel("no longer needed")
+        _hostile_run(store, tmp_path)
+        now = utcnow()
+        groups = board_views.board(observe_runs(store, store.list_runs(), now), now)
+        states = [g.state for g in groups]
+        assert states == (["blocked", "cancelled"] if state_moves else ["blocked"])
