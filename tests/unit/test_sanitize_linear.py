@@ -12,6 +12,7 @@ import subprocess
 import sys
 from datetime import timedelta
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -97,3 +98,12 @@ def test_a_planted_secret_never_survives_redaction(before: str, after: str,
                                                    planted: tuple[str, str]) -> None:
     secret, value = planted
     assert value not in redact(f"{before} {secret} {after}")
+
+
+@pytest.mark.parametrize("text", ["password=> PASSWORD: " + "s3cretZqvalue a_",
+                                  "password= PASSWORD: " + "s3cretZqvalue",
+                                  "token=db_password= " + "s3cretZqvalue"])
+def test_a_key_written_as_the_value_of_another_hides_no_secret(text: str) -> None:
+    """Found by the property above: the first key's value was the second key, so the
+    second's value was never read."""
+    assert "s3cretZqvalue" not in redact(text)

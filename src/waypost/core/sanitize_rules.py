@@ -176,11 +176,19 @@ def _assignments(subject: Subject) -> Iterator[_Assignment]:
         if name_start < read_to or (after and after in _NOT_AFTER_SEPARATOR.get(separator, "")):
             continue
         value = _VALUE.match(text, separator_end)
+        if value is not None and _awaits_value(value.group("value")):
+            continue  # `password= PASSWORD: x`: the value is a key of its own, read as one
         if value is not None:
             read_to = value.end()
             prefix = text[max(0, name_start - _LOOK_BACK):name_start]
             key = prefix[len(prefix.rstrip(_KEY_CHARS)):] + match.group("name")[::-1]
             yield _Assignment(key, name_start, separator, value)
+
+
+def _awaits_value(value: str) -> bool:
+    """Whether an unquoted value is itself a secret-named key and its separator: its own
+    value follows, and is judged as that key's (never hidden behind the first)."""
+    return value[-1] in ":=" and _NESTED_KEY.search(value) is not None
 
 
 def _key_position(text: str, name_start: int) -> bool:
