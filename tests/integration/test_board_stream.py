@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import signal
 from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -19,7 +20,8 @@ from hypothesis import strategies as st
 import waypost
 from tests import pg
 from tests.board_support import Message, read_messages, serving
-from waypost import tokens
+from tests.http_support import issue, serve_process
+from waypost import runs, tokens
 from waypost.errors import InvalidInput
 from waypost.http import stream
 from waypost.model import Packet
@@ -310,3 +312,25 @@ def test_revoking_a_token_closes_its_open_stream_over_http(tmp_path: Path) -> No
         again = httpx.get(f"{server.url}/events", timeout=10,
                           headers={"Authorization": f"Bearer {secret}"})
         assert again.status_code == 401
+
+
+def test_a_stopping_server_ends_open_streams_instead_of_waiting_them_out(
+        tmp_path: Path) -> None:
+    """SIGTERM with a board's stream open: the stream ends and the server exits cleanly
+    (no cancelled task's traceback), the browser reconnecting with its Last-Event-ID."""
+    store_url = str(tmp_path / "s.db")
+    with open_store(store_url, create=True) as store:
+        runs.start(store, "open stream", actor="alice", target="none:")
+    secret = issue(store_url, "alice", "viewer")
+    with serve_process(store_url) as (process, url):
+        with httpx.stream("GET", f"{url}/events", timeout=30,
+                          headers={"Authorization": f"Bearer {secret}"}) as stream:
+            assert stream.status_code == 200
+            process.send_signal(signal.SIGTERM)
+            ended = list(stream.iter_lines())  # ends: the server closed it
+        # uvicorn shuts down gracefully, then raises the signal again for its exit status
+        assert process.wait(timeout=30) in (0, -signal.SIGTERM)
+        assert process.stderr is not None
+        said = process.stderr.read()
+    assert "Traceback" not in said, said
+    assert all(not line.startswith("data: {\"error") for line in ended)

@@ -27,7 +27,8 @@ from waypost.cli.context import Ctx
 from waypost.errors import InvalidInput, WaypostError
 from waypost.hook_hosts import HookCall
 from waypost.hooks import Context, StopDecision
-from waypost.model import TERMINAL, BlockerKind, Packet
+from waypost.model import TERMINAL
+from waypost.stop_cap import capped
 
 MAX_INPUT: Final = 1 << 20  # bytes of hook JSON read at most (a host sends a few hundred)
 INPUT_WAIT: Final = 5.0  # seconds the host's JSON may take to arrive in whole
@@ -144,16 +145,8 @@ def _decide_stop(ctx: Ctx, call: HookCall, cap: int, require: bool) -> StopDecis
         refused = hooks.decide_stop(None, call.session, require_run=require)
         return _count_without_run(ctx, call, refused, cap) if refused.block else refused
     decision = hooks.decide_stop(packet, call.session)
-    if not decision.block:
-        store.count_stop_block(packet.id, reset=True)
-        return decision
-    if hooks.cap_blocker_open(packet):  # the hook gave up on this session already
-        return StopDecision(block=False, reason=decision.reason)
     turn = hooks.turn_key(call.turn, packet.version) if call.turn else None
-    blocks = store.count_stop_block(packet.id, turn=turn)
-    if blocks <= cap:
-        return decision
-    return _give_up(ctx, packet, decision, blocks - 1)
+    return capped(store, packet, decision, cap=cap, turn=turn)
 
 
 def _count_without_run(ctx: Ctx, call: HookCall, refused: StopDecision,
@@ -176,23 +169,6 @@ def _count_without_run(ctx: Ctx, call: HookCall, refused: StopDecision,
             f"before the next session: {hooks.start_command(call.session)}"))
     store.put_setting(name, f"{blocks}\x1f{turn}")
     return refused
-
-
-def _give_up(ctx: Ctx, packet: Packet, decision: StopDecision,
-             blocks: int) -> StopDecision:
-    """Past the cap: a named blocker on the run, and the agent may stop, saying so. The
-    blocker is written as the lease holder (the session's worker), else as the owner."""
-    from waypost.runs import Run
-
-    lease = packet.worker
-    actor, epoch = (lease.actor, lease.epoch) if lease else (packet.owner, None)
-    ctx.store.count_stop_block(packet.id, reset=True)
-    _, blocker = Run(ctx.store, packet.id, actor=actor, epoch=epoch).block(
-        BlockerKind.OTHER, hooks.cap_detail(decision, blocks))
-    return StopDecision(block=False, reason=(
-        f"waypost: the agent was refused a stop {blocks} times in a row; recorded blocker "
-        f"{blocker} on run {packet.id} and let it stop. Resolve it when the work goes on: "
-        f"waypost unblock {packet.id} {blocker} --resolution TEXT"))
 
 
 def _no_default_store() -> bool:

@@ -3,6 +3,7 @@ verb runs."""
 
 from __future__ import annotations
 
+from types import FrameType
 from typing import Final
 
 import click
@@ -56,8 +57,18 @@ def serve(ctx: Ctx, host: str, port: int, allow_exec: bool, open_board: bool,
     shown = f"[{host}]" if ":" in host else host
     click.echo(f"waypost: serving on http://{shown}:{sock.getsockname()[1]} "
                "(OpenAPI: /schema/openapi.json)", err=True)
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning",
-                                           timeout_graceful_shutdown=5))
+    from waypost.http import stream
+
+    class Server(uvicorn.Server):
+        """Ends the board's event streams first when told to stop: a graceful shutdown
+        would otherwise wait for streams that never end (browsers reconnect with their
+        Last-Event-ID)."""
+
+        def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+            stream.close_all()
+            super().handle_exit(sig, frame)
+
+    server = Server(uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=5))
     server.run(sockets=[sock])
 
 

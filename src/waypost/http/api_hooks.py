@@ -20,13 +20,13 @@ from litestar.params import PathParameter, QueryParameter
 from waypost import hooks
 from waypost.core import access
 from waypost.core.access import Operation
-from waypost.errors import InvalidInput, NotAuthorized, NotFound, WaypostError
+from waypost.errors import InvalidInput, NotAuthorized, NotFound
 from waypost.http import shapes
 from waypost.http.api_files import read_at_most
 from waypost.http.deps import CallerDep, StoreDep
 from waypost.http.errors import ERRORS
-from waypost.model import BlockerKind, Grant, Packet
-from waypost.runs import Run
+from waypost.model import Grant, Packet
+from waypost.stop_cap import capped
 from waypost.store.base import Store
 
 MAX_INPUT: Final = 1 << 20  # bytes of hook JSON taken at most (a host sends a few hundred)
@@ -74,7 +74,7 @@ def claude_stop(store: StoreDep, caller: CallerDep, body: bytes, cap: int) -> sh
         access.check_operation(caller, Operation.READ, packet)
     decision = hooks.decide_stop(packet, stop.session_id)
     if packet is not None and counts(caller, packet):
-        decision = _capped(store, caller, packet, decision, cap)
+        decision = capped(store, packet, decision, cap=cap, actor=caller.holder)
     if decision.block:
         return {"decision": "block", "reason": decision.reason}
     return {"systemMessage": decision.reason}
@@ -86,34 +86,6 @@ def counts(caller: Grant, packet: Packet) -> bool:
     except NotAuthorized:
         return False
     return True
-
-
-def _capped(store: StoreDep, caller: CallerDep, packet: Packet, decision: hooks.StopDecision,
-            cap: int) -> hooks.StopDecision:
-    """As `waypost hook` counts: past `cap` refusals in a row, a named blocker, and the
-    agent may stop."""
-    if not decision.block:
-        store.count_stop_block(packet.id, reset=True)
-        return decision
-    if hooks.cap_blocker_open(packet):
-        return hooks.StopDecision(block=False, reason=decision.reason)
-    blocks = store.count_stop_block(packet.id)
-    if blocks <= cap:
-        return decision
-    lease = packet.worker
-    epoch = lease.epoch if lease is not None and lease.actor == caller.holder else None
-    store.count_stop_block(packet.id, reset=True)
-    try:
-        _, blocker = Run(store, packet.id, actor=caller.holder, epoch=epoch).block(
-            BlockerKind.OTHER, hooks.cap_detail(decision, blocks - 1))
-    except WaypostError as exc:
-        return hooks.StopDecision(block=False, reason=(
-            f"waypost: the agent was refused a stop {blocks - 1} times in a row; the cap's "
-            f"blocker could not be recorded ({exc.message}); it may stop"))
-    return hooks.StopDecision(block=False, reason=(
-        f"waypost: the agent was refused a stop {blocks - 1} times in a row; recorded blocker "
-        f"{blocker} on run {packet.id} and let it stop. Resolve it when the work goes on: "
-        f"waypost unblock {packet.id} {blocker} --resolution TEXT"))
 
 
 DECIDERS: Final[dict[str, Decider]] = {"stop": claude_stop}
