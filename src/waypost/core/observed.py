@@ -13,7 +13,6 @@ from datetime import datetime
 
 import msgspec
 
-from waypost.core import receipts
 from waypost.core.due import last_sign_of_life, liveness
 from waypost.durations import format_duration
 from waypost.model import (
@@ -69,6 +68,8 @@ def _row_line(final: Delivery, now: datetime | None,
     tried = (f"{_attempts(final.attempts)}, last error: {final.last_error}"
              if final.last_error else _attempts(final.attempts))
     if final.status is DeliveryStatus.SENT:
+        from waypost.core import receipts
+
         return (f"sent to {final.target} (receipt: {receipts.shown(final.receipt)}) but not "
                 "recorded on the run")
     if final.status is DeliveryStatus.FAILED:
@@ -103,6 +104,8 @@ def row(delivery: Delivery, now: datetime) -> str:
     details = [_attempts(delivery.attempts)]
     if delivery.status is DeliveryStatus.SENT:
         when = f"{delivery.sent_at:%Y-%m-%d %H:%M:%S}Z" if delivery.sent_at else "?"
+        from waypost.core import receipts
+
         details.append(f"sent {when}: {receipts.shown(delivery.receipt)}")
     elif delivery.last_error:
         details.append(f"last error: {delivery.last_error}")

@@ -7,11 +7,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 import msgspec
 
-from waypost.events import Event
 from waypost.model import OutboxItem, Packet
+
+if TYPE_CHECKING:  # a write's events are made where they are decided: reads never load them
+    from waypost.events import Event
 
 
 class Snapshot:

@@ -6,7 +6,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Collection, Sequence
 from datetime import datetime
 from types import TracebackType
-from typing import Self, TypeVar
+from typing import TYPE_CHECKING, Self, TypeVar
 
 from waypost.core.writes import Deferral, Due, RunWrite, Snapshot
 from waypost.errors import InvalidInput, StaleLease, StoreError, VersionConflict
@@ -21,14 +21,10 @@ from waypost.model import (
     State,
     Watcher,
 )
-from waypost.store.records import (
-    Diagnosis,
-    Pruned,
-    SchemaState,
-    Status,
-    SweeperLock,
-)
 from waypost.store.rows import Skipped
+
+if TYPE_CHECKING:  # records load where they are made: a heartbeat makes none
+    from waypost.store.records import Diagnosis, Pruned, SchemaState, SweeperLock
 
 _Moment = TypeVar("_Moment", float, datetime)  # unix time (SQLite) or datetime (PostgreSQL)
 
@@ -339,6 +335,8 @@ class Store(ABC):
             if batch[0] < PRUNE_BATCH:
                 break
         blobs, size = self._prune_blobs(blobs_before, before)
+        from waypost.store.records import Pruned
+
         return Pruned(runs=totals[0], events=totals[1], deliveries=totals[2], blobs=blobs,
                       blob_bytes=size)
 
@@ -388,6 +386,8 @@ class Store(ABC):
     def rows_diagnosis(self) -> Diagnosis:
         """Whether every run's stored packet reads (`doctor`): one that does not is left
         out of every list, and its own reads fail naming it."""
+        from waypost.store.records import Diagnosis, Status
+
         skipped: list[Skipped] = []
         count = len(self.list_runs(skipped=skipped))
         if not skipped:

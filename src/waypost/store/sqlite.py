@@ -7,6 +7,7 @@ import sqlite3
 import time
 from collections.abc import Collection, Sequence
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 import msgspec
 
@@ -30,11 +31,13 @@ from waypost.model import (
 from waypost.store.base import check_moves
 from waypost.store.limits import MIN_WRITER, check_setting, stop_turn_setting
 from waypost.store.limits import busy_timeout as busy_timeout_setting
-from waypost.store.records import Diagnosis, SchemaState, Status
 from waypost.store.rows import DueRow, Skipped, decode_packet, due_page, readable_packets
-from waypost.store.sqlite_group import GroupCommit
 from waypost.store.sqlite_setup import SCHEMA_VERSION, StoreFile, integrity_diagnosis
 from waypost.store.sqlite_side import SqliteSide
+
+if TYPE_CHECKING:  # made where they are used: a heartbeat makes none
+    from waypost.store.records import Diagnosis, SchemaState
+    from waypost.store.sqlite_group import GroupCommit
 
 _packet_decoder = json_decoder(Packet)
 # where a write lands in the change feed: one past the highest (the write lock makes the
@@ -60,7 +63,7 @@ class SqliteStore(SqliteSide):
         self._file = StoreFile(self.path, create=create,
                                busy_s=busy_timeout_setting(busy_timeout))
         self._reading, self._writing = self._file.reading, self._file.writing
-        self.group = GroupCommit(self._writing, self._commit_in)
+        self._group: GroupCommit | None = None  # made on the first write: reads never load it
 
     @property
     def _db(self) -> sqlite3.Connection | None:
@@ -139,6 +142,17 @@ class SqliteStore(SqliteSide):
                 hint=f"use a new key, or inspect the first run: waypost show {run_id}",
             )
         return self.load(run_id).packet
+
+    @property
+    def group(self) -> GroupCommit:
+        """Where writes of this process's threads are committed together."""
+        if self._group is None:
+            from waypost.store.sqlite_group import GroupCommit
+
+            with self._file.held("set up group commit"):
+                if self._group is None:
+                    self._group = GroupCommit(self._writing, self._commit_in)
+        return self._group
 
     def commit_write(self, write: RunWrite) -> None:
         """Committed with the writes other threads hand in meanwhile (`GroupCommit`)."""
@@ -359,6 +373,8 @@ class SqliteStore(SqliteSide):
 
     def schema_state(self) -> SchemaState:
         """SQLite upgrades itself whenever it is opened: nothing is applied on request."""
+        from waypost.store.records import SchemaState
+
         with self._reading("read its schema") as db:
             (version,) = db.execute("PRAGMA user_version").fetchone()
             min_writer = StoreFile.meta(db, MIN_WRITER)
@@ -369,6 +385,8 @@ class SqliteStore(SqliteSide):
     def diagnose(self, *, opened_ms: float, max_skew: float) -> list[Diagnosis]:
         """How it opened, the durability settings every guarantee rests on, and whether
         the file is whole (SQLite's quick_check)."""
+        from waypost.store.records import Diagnosis, Status
+
         with self._reading("check the file") as db:
             integrity = integrity_diagnosis(db)
         pragmas = self.pragmas()

@@ -16,6 +16,7 @@ import time
 from _thread import RLock  # what threading.RLock is, without importing threading
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
+from typing import TYPE_CHECKING
 
 from waypost.errors import (
     IntegrityError,
@@ -27,7 +28,9 @@ from waypost.errors import (
     WaypostError,
 )
 from waypost.store.limits import BUSY_TIMEOUT_ENV, MIN_WRITER, write_refusal
-from waypost.store.records import Diagnosis, Status
+
+if TYPE_CHECKING:  # made where they are used: a heartbeat makes none
+    from waypost.store.records import Diagnosis
 
 SCHEMA_VERSION = 10
 MIGRATIONS = ("sqlite.sql", "sqlite_2_outbox.sql", "sqlite_3_delivery.sql",
@@ -156,6 +159,8 @@ def driver_error(exc: sqlite3.Error, path: str, what: str, busy_s: float) -> Way
 def integrity_diagnosis(db: sqlite3.Connection) -> Diagnosis:
     """SQLite's own check of every page and index (`quick_check`): damage that reads may
     trip over later, or that writes may spread."""
+    from waypost.store.records import Diagnosis, Status
+
     try:
         found = [row[0] for row in db.execute(f"PRAGMA quick_check({MAX_INTEGRITY_ERRORS})")]
     except sqlite3.Error as exc:

@@ -10,11 +10,14 @@ from abc import abstractmethod
 from collections.abc import Callable, Collection
 from contextlib import AbstractContextManager
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from waypost.model import Delivery, Grant, Packet, RelayInfo, Watcher, json_decoder
 from waypost.store.base import Store
-from waypost.store.records import AlwaysHeld
 from waypost.store.rows import readable_packets
+
+if TYPE_CHECKING:  # made where they are used: a heartbeat makes none
+    from waypost.store.records import AlwaysHeld
 
 _Transaction = Callable[[str], AbstractContextManager[sqlite3.Connection]]
 
@@ -143,6 +146,8 @@ class SqliteSide(Store):
 
     def sweeper_lock(self, owner: str | None = None) -> AlwaysHeld:
         """Every watcher sweeps: one machine's writes serialise (see `AlwaysHeld`)."""
+        from waypost.store.records import AlwaysHeld
+
         return AlwaysHeld()
 
     def defer_check(self, run_id: str, *, expected_version: int, at: datetime | None) -> bool:
