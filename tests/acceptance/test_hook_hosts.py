@@ -409,3 +409,38 @@ def test_one_cursor_stop_of_a_session_with_no_run_counts_once(project: Path) -> 
         code, out = run_hook(project, host, "stop", same, "--cap", "1")
         assert (code, refusal(host, out) is not None) == (0, True)
     assert stop(project, "cursor", "--cap", "1", turn=1) is None
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_a_session_started_for_a_named_run_is_held_to_it(project: Path, host: str) -> None:
+    """A parent starts the run and the worker's host session with WAYPOST_RUN: the session
+    start records the session on the run, so the first stop is already gated."""
+    run = started(project, session="parent-session")
+    assert stop(project, host, session="worker-session") is None  # not its run yet
+    code, out = run_hook(project, host, "session-start",
+                         session_start_input(host, "worker-session"), WAYPOST_RUN=run.id)
+    assert code == 0
+    told = context(host, "session-start", out)
+    assert told is not None
+    assert told.startswith(f"HANDOFF {run.id}")
+    reason = stop(project, host, session="worker-session")
+    assert reason is not None
+    assert run.id in reason
+
+
+@pytest.mark.parametrize("named", ["wp_nosuchrun", "cancelled"])
+def test_a_named_run_that_is_missing_or_over_attaches_nothing(project: Path,
+                                                             named: str) -> None:
+    run = started(project, session="parent-session")
+    if named == "cancelled":
+        act(project, run.id, "alice", "cancel", "not needed")
+        named = run.id
+    code, out = run_hook(project, "claude", "session-start",
+                         session_start_input("claude", "worker-session"), WAYPOST_RUN=named)
+    assert code == 0
+    told = context("claude", "session-start", out)
+    assert told is not None
+    assert "WAYPOST_RUN" in told
+    assert stop(project, "claude", session="worker-session") is None
+    with open_store(str(project / ".waypost" / "waypost.db")) as store:
+        assert store.session_run("worker-session") is None

@@ -57,3 +57,13 @@ def test_a_bad_session_id_is_refused_before_anything_is_written(store: Store,
     with pytest.raises(InvalidInput):
         runs.start(store, "one", actor="alice", target="none:", session=session)
     assert store.run_ids() == []
+
+
+def test_a_session_attached_later_finds_its_run(store: Store) -> None:
+    run, _ = runs.start(store, "one", actor="alice", target="none:")
+    assert store.session_run("later") is None
+    store.attach_session(run.id, "later")
+    assert store.session_run("later") == run.id
+    assert [e.type for e in store.events(run.id)] == ["started"]  # not part of the history
+    with pytest.raises(NotFound):
+        store.attach_session("wp_nosuchrun", "later")

@@ -24,12 +24,13 @@ from typing import Final
 
 from waypost import hook_hosts, hooks
 from waypost.cli.context import Ctx
-from waypost.errors import InvalidInput, WaypostError
+from waypost.errors import InvalidInput, NotFound, Refused, WaypostError
 from waypost.hook_hosts import HookCall
 from waypost.hooks import Context, StopDecision
-from waypost.model import TERMINAL
+from waypost.model import TERMINAL, Packet
 from waypost.stop_cap import capped
 
+RUN_ENV: Final = "WAYPOST_RUN"  # a run a parent started for this session (session-start)
 MAX_INPUT: Final = 1 << 20  # bytes of hook JSON read at most (a host sends a few hundred)
 INPUT_WAIT: Final = 5.0  # seconds the host's JSON may take to arrive in whole
 HOOK_WAIT: Final = "5s"  # a busy store is waited for this long, unless WAYPOST_BUSY_TIMEOUT
@@ -99,6 +100,9 @@ def _subagent_free(call: HookCall) -> StopDecision:
 def _context(ctx: Ctx, call: HookCall, require: bool) -> Context:
     run_id = ctx.store.session_run(call.session)
     packet = ctx.store.get(run_id) if run_id else None
+    named = os.environ.get(RUN_ENV, "").strip()
+    if packet is None and call.event == "session-start" and named:
+        packet = _attach(ctx, call.session, named)
     if packet is None:
         return hooks.no_run_context(call.session, require_run=require)
     if call.event == "session-start" and packet.state not in TERMINAL and packet.worker:
@@ -107,6 +111,21 @@ def _context(ctx: Ctx, call: HookCall, require: bool) -> Context:
 
         return Context(text=brief_text(brief(packet, ctx.store.events(packet.id)), utcnow()))
     return Context(text=hooks.status_line(packet))
+
+
+def _attach(ctx: Ctx, session: str, run_id: str) -> Packet:
+    """A session started for a run its parent named (`WAYPOST_RUN`): the session becomes
+    the run's, so its stop hook holds it to that run from the first stop."""
+    try:
+        packet = ctx.store.get(run_id[:200])
+    except NotFound as exc:
+        raise NotFound(f"{RUN_ENV}={run_id[:80]!r} names no run in this store",
+                       hint="start it first, or unset " + RUN_ENV) from exc
+    if packet.state in TERMINAL:
+        raise Refused(f"{RUN_ENV} names run {packet.id}, which is {packet.state}: this session "
+                      "is not attached to it", hint="start a new run for this work")
+    ctx.store.attach_session(packet.id, session)
+    return packet
 
 
 def read_input(limit: int = MAX_INPUT, wait_s: float = INPUT_WAIT) -> bytes:

@@ -96,6 +96,11 @@ class Store(ABC):
         """The id of the newest run started for this agent-host session, or None."""
 
     @abstractmethod
+    def attach_session(self, run_id: str, session_id: str) -> None:
+        """Record `session_id` as the agent-host session of the run (the newest run of a
+        session is its run); NotFound for no such run."""
+
+    @abstractmethod
     def count_stop_block(self, run_id: str, *, reset: bool = False,
                          turn: str | None = None) -> int:
         """Add one to the run's count of consecutive stop-hook refusals and return it; with

@@ -44,6 +44,13 @@ class PostgresSide(Store):
                           " ORDER BY created_at DESC, id DESC LIMIT 1", (session_id,))
         return str(rows[0][0]) if rows else None
 
+    def attach_session(self, run_id: str, session_id: str) -> None:
+        with self._cursor(f"attach session {session_id[:80]!r} to run {run_id}", write=True,
+                          one_statement=True) as cur:
+            if cur.execute("UPDATE runs SET session_id = %s WHERE id = %s",
+                           (session_id, run_id)).rowcount != 1:
+                raise NotFound(f"no run {run_id}", hint="list runs with: waypost ls")
+
     def count_stop_block(self, run_id: str, *, reset: bool = False,
                          turn: str | None = None) -> int:
         marker = stop_turn_setting(run_id)

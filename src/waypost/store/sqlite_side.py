@@ -12,6 +12,7 @@ from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from waypost.errors import NotFound
 from waypost.model import Delivery, Grant, Packet, RelayInfo, Watcher, json_decoder
 from waypost.store.base import Store
 from waypost.store.rows import readable_packets
@@ -33,6 +34,14 @@ class SqliteSide(Store):
     @abstractmethod
     def _db(self) -> sqlite3.Connection | None:
         """The connection; None while no store file exists (reads create none)."""
+
+    # --- agent-host sessions ------------------------------------------------------------
+
+    def attach_session(self, run_id: str, session_id: str) -> None:
+        with self._writing(f"attach session {session_id[:80]!r} to run {run_id}") as db:
+            if db.execute("UPDATE runs SET session_id = ? WHERE id = ?",
+                          (session_id, run_id)).rowcount != 1:
+                raise NotFound(f"no run {run_id}", hint="list runs with: waypost ls")
 
     # --- the change feed and bearer tokens ---------------------------------------------
 
