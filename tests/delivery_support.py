@@ -123,14 +123,8 @@ class WebhookServer:
 
     @contextmanager
     def running(self) -> Iterator[WebhookServer]:
-        thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-        thread.start()
-        try:
+        with served(self.httpd):
             yield self
-        finally:
-            self.httpd.shutdown()
-            self.httpd.server_close()
-            thread.join(timeout=10)
 
 
 def drain_until_settled(relay: Any, clock: FakeClock, *, rounds: int = 50) -> None:
@@ -142,3 +136,16 @@ def drain_until_settled(relay: Any, clock: FakeClock, *, rounds: int = 50) -> No
             return
         clock.now = max(clock.now, due)
     raise AssertionError("deliveries still queued after many rounds")
+
+
+@contextmanager
+def served(httpd: ThreadingHTTPServer) -> Iterator[None]:
+    """`httpd` serving from a thread of its own while the block runs, then shut and closed."""
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join(timeout=10)

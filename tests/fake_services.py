@@ -27,6 +27,8 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from tests.delivery_support import served
+
 Answer = tuple[int, dict[str, str], Any]
 FAULTS = ("500", "429", "drop", "accept_drop", "accept_timeout")
 HANG = 4.0  # seconds an "accept_timeout" answer is held back (past the tests' timeouts)
@@ -130,14 +132,8 @@ class FaultyApi:
 
     @contextmanager
     def running(self) -> Iterator[Any]:
-        thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-        thread.start()
-        try:
+        with served(self.httpd):
             yield self
-        finally:
-            self.httpd.shutdown()
-            self.httpd.server_close()
-            thread.join(timeout=10)
 
 
 class FakeSlack(FaultyApi):

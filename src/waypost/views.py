@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from waypost.core import observed
-from waypost.durations import utcnow
+from waypost.durations import format_duration, utcnow
 from waypost.events import Approved, Claimed, EventData, Retargeted, Reviewed
 from waypost.model import Evidence, Packet
 from waypost.store.base import Store
@@ -67,3 +67,15 @@ def gates_by_verdict(evidence: Sequence[Evidence]) -> str:
     for e in evidence:
         verdicts.setdefault(str(e.verdict), []).append(e.gate or e.id)
     return "; ".join(f"{v}: {', '.join(gates)}" for v, gates in verdicts.items()) or "no gates"
+
+
+def when(moment: datetime | None) -> str:
+    """A moment as every view shows it (UTC, to the second); `-` for none."""
+    return moment.strftime("%Y-%m-%d %H:%M:%SZ") if moment else "-"
+
+
+def ago(moment: datetime | None, now: datetime) -> str:
+    """How long before `now` (never negative: a clock behind another's says 0s ago)."""
+    if moment is None:
+        return "never"
+    return f"{format_duration(max(0.0, (now - moment).total_seconds()))} ago"

@@ -16,20 +16,10 @@ from waypost.display import md_block, md_inline, one_line, printable
 from waypost.durations import format_duration
 from waypost.events import Event
 from waypost.model import TERMINAL, Evidence, Packet, Review, State
-from waypost.views import event_gist
+from waypost.views import ago, event_gist, when
 
 LABEL = 10  # the width of the terminal view's labels
 LOG_GIST = 80  # characters of an event's gist in `waypost log`
-
-
-def _when(moment: datetime | None) -> str:
-    return moment.strftime("%Y-%m-%d %H:%M:%SZ") if moment else "-"
-
-
-def _ago(moment: datetime | None, now: datetime) -> str:
-    if moment is None:
-        return "never"
-    return f"{format_duration((now - moment).total_seconds())} ago"
 
 
 def _field(label: str, value: str) -> str:
@@ -56,7 +46,7 @@ def _evidence_line(e: Evidence) -> str:
 def _review_tally(packet: Packet, review: Review) -> str:
     verdicts = [e.verdict for e in packet.evidence if e.review == review.id]
     counts = ", ".join(f"{verdicts.count(v)} {v}" for v in dict.fromkeys(verdicts))
-    return f"{review.id} by {one_line(review.by)} at {_when(review.at)}: {counts or 'no gates'}"
+    return f"{review.id} by {one_line(review.by)} at {when(review.at)}: {counts or 'no gates'}"
 
 
 def _approval_lines(packet: Packet) -> list[str]:
@@ -64,9 +54,9 @@ def _approval_lines(packet: Packet) -> list[str]:
     lines = _section("reviews", [_review_tally(packet, r) for r in packet.reviews])
     approval = packet.approval
     if approval is not None:
-        lines.append(_field("approved", f"by {one_line(approval.by)} at {_when(approval.at)}"))
+        lines.append(_field("approved", f"by {one_line(approval.by)} at {when(approval.at)}"))
         lines += [_field("WAIVED", f"gate {one_line(w.gate)} by {one_line(w.by)} at "
-                                   f"{_when(w.at)}: {one_line(w.reason)}")
+                                   f"{when(w.at)}: {one_line(w.reason)}")
                   for w in approval.waivers]
     return lines
 
@@ -75,15 +65,15 @@ def outcome(packet: Packet) -> str:
     """How a finished run ended: where it was delivered, or who cancelled it and why."""
     receipt = packet.receipt
     if packet.state is State.CANCELLED:
-        return (f"cancelled by {one_line(packet.owner)} at {_when(packet.updated_at)}: "
+        return (f"cancelled by {one_line(packet.owner)} at {when(packet.updated_at)}: "
                 f"{one_line(packet.cancel_reason or '(no reason recorded)')}")
     if receipt is None:
-        return f"{packet.state} at {_when(packet.updated_at)}"
+        return f"{packet.state} at {when(packet.updated_at)}"
     if packet.target.startswith("none:"):
-        return (f"finished at {_when(receipt.delivered_at)}; target none: nothing was sent, "
+        return (f"finished at {when(receipt.delivered_at)}; target none: nothing was sent, "
                 "nobody was told")
     tries = f"{receipt.attempts} attempt{'s' if receipt.attempts != 1 else ''}"
-    return (f"delivered to {one_line(receipt.target)} at {_when(receipt.delivered_at)} "
+    return (f"delivered to {one_line(receipt.target)} at {when(receipt.delivered_at)} "
             f"with receipt {one_line(receipt.detail)} (after {tries}; "
             f"{observed.assurance_text(receipt.assurance)})")
 
@@ -110,10 +100,10 @@ def show_text(packet: Packet, now: datetime) -> str:
         if packet.result.public_summary:
             lines += _block("public", packet.result.public_summary)
     lines.extend(_section("changes requested", [
-        f"{one_line(c.reason)} ({one_line(c.by)}, {_when(c.at)})"
+        f"{one_line(c.reason)} ({one_line(c.by)}, {when(c.at)})"
         for c in packet.change_requests]))
     lines.extend(_section("owner nudged", [
-        f"{n.topic}: {one_line(n.detail)} ({one_line(n.by)}, {_when(n.at)})"
+        f"{n.topic}: {one_line(n.detail)} ({one_line(n.by)}, {when(n.at)})"
         for n in packet.nudges]))
     lines.extend(_approval_lines(packet))
     if packet.observed is not None:
@@ -133,11 +123,11 @@ def _now_lines(packet: Packet, now: datetime) -> list[str]:
         lines.append(_field("delivery", one_line(obs.delivery)))
     worker = packet.worker
     lines += _parties(packet, f"{one_line(worker.actor)} (epoch {worker.epoch}, lease until "
-                               f"{_when(worker.expires_at)})" if worker else "none")
+                               f"{when(worker.expires_at)})" if worker else "none")
     lines.extend(_rules_lines(packet))
     p = packet.progress
     fraction = f"{p.fraction:.0%} " if p.fraction is not None else ""
-    lines.append(_field("progress", f"{fraction}last heartbeat {_ago(p.last_heartbeat, now)}"
+    lines.append(_field("progress", f"{fraction}last heartbeat {ago(p.last_heartbeat, now)}"
                         + (f': "{one_line(p.note)}"' if p.note else "")))
     return lines
 
@@ -150,7 +140,7 @@ def _end_lines(packet: Packet) -> list[str]:
                       if worker else "none")
     p = packet.progress
     if p.note:
-        lines.append(_field("last note", f'"{one_line(p.note)}" at {_when(p.last_heartbeat)}'))
+        lines.append(_field("last note", f'"{one_line(p.note)}" at {when(p.last_heartbeat)}'))
     return lines
 
 
@@ -168,7 +158,7 @@ def _rules_lines(packet: Packet) -> list[str]:
     if r.max_silence is not None:
         parts.append(f"silent after {format_duration(r.max_silence)}")
     if r.deadline is not None:
-        parts.append(f"deadline {_when(r.deadline)}")
+        parts.append(f"deadline {when(r.deadline)}")
     return [_field("stop rules", ", ".join(parts) if parts else "none")]
 
 
@@ -193,7 +183,7 @@ def show_markdown(packet: Packet, now: datetime) -> str:
         out.append(f"- **delivery** {md_inline(packet.observed.delivery)}")
     if packet.progress.note:
         out.append(f"- **last note** {md_inline(packet.progress.note)} "
-                   f"({_ago(packet.progress.last_heartbeat, now)})")
+                   f"({ago(packet.progress.last_heartbeat, now)})")
     out += _md_tables(packet)
     if packet.result:
         out += ["", "## Result", "", md_block(packet.result.summary)]
@@ -234,7 +224,7 @@ def board(packets: Sequence[Packet], now: datetime) -> str:
             watch = f"watched by {watched_by}" if watched_by else p.observed.watch.split(":")[0]
         rows.append((p.id, p.state.value, one_line(p.owner),
                      one_line(p.worker.actor) if p.worker else "-",
-                     _ago(p.progress.last_heartbeat, now), one_line(watch),
+                     ago(p.progress.last_heartbeat, now), one_line(watch),
                      observed.short(p, p.observed.deliveries if p.observed else ()),
                      _cut(p.title, 50)))
     return _columns(rows)
@@ -258,7 +248,7 @@ def _cut(text: str, width: int) -> str:
 
 def event_log(events: Sequence[Event]) -> str:
     """One row per event: seq, time, actor (and epoch), type and what it said."""
-    rows = [(str(e.seq).rjust(len(str(events[-1].seq))), _when(e.at),
+    rows = [(str(e.seq).rjust(len(str(events[-1].seq))), when(e.at),
              one_line(e.actor) + (f" epoch {e.epoch}" if e.epoch is not None else ""),
              e.type, _cut(event_gist(e.data), LOG_GIST))
             for e in events]

@@ -20,23 +20,13 @@ from waypost.display import one_line, printable
 from waypost.durations import format_duration
 from waypost.events import Event
 from waypost.model import TERMINAL, Artifact, Packet, State
-from waypost.views import event_gist
+from waypost.views import ago, event_gist, when
 
 STATE_ORDER = (State.IN_PROGRESS, State.BLOCKED, State.READY_FOR_REVIEW, State.APPROVED,
                State.DELIVERED, State.CANCELLED)
 OWNER_ACTIONS = ("review", "approve", "changes", "cancel")  # what the run page may offer
 TITLE_WIDTH = 120  # characters of a title in a board row
 TIMELINE_GIST = 200  # characters of an event's gist on the run page
-
-
-def when(moment: datetime | None) -> str:
-    return moment.strftime("%Y-%m-%d %H:%M:%SZ") if moment else "-"
-
-
-def ago(moment: datetime | None, now: datetime) -> str:
-    if moment is None:
-        return "never"
-    return f"{format_duration(max(0.0, (now - moment).total_seconds()))} ago"
 
 
 def cut(text: str, width: int) -> str:
