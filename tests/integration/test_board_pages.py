@@ -141,3 +141,19 @@ def test_groups_follow_the_order_work_moves(tmp_path: Path, state_moves: int) ->
         groups = board_views.board(observe_runs(store, store.list_runs(), now), now)
         states = [g.state for g in groups]
         assert states == (["blocked", "cancelled"] if state_moves else ["blocked"])
+
+
+def test_a_delivered_runs_page_says_how_strong_once_was(tmp_path: Path) -> None:
+    """The receipt's assurance reaches the board, as it does `show`."""
+    from tests.delivery_support import approved_run, fast
+    from tests.helpers import FakeClock
+    from waypost.delivery.relay import Relay
+
+    clock = FakeClock()
+    with open_store(str(tmp_path / ".waypost" / "w.db")) as store:
+        run_id = approved_run(store, clock, target="file:result.md")
+        Relay(store, settings=fast(), relay_id="relay:t", clock=clock,
+              rand=lambda: 1.0).drain()
+        assert store.get(run_id).state.value == "delivered"
+        page = _page(store, run_id, set())
+    assert "assurance idempotent" in page
