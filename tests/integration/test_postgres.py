@@ -24,7 +24,7 @@ from waypost.core.history import make_event
 from waypost.core.machine import apply
 from waypost.errors import InvalidInput, StoreError, VersionConflict
 from waypost.events import Heartbeat
-from waypost.model import Kind, OutboxItem, Purpose, State
+from waypost.model import BlockerKind, Kind, OutboxItem, Purpose, State
 from waypost.store import open_store
 from waypost.store.postgres import PostgresStore
 from waypost.store.postgres_setup import latest_version, parse_url
@@ -143,7 +143,9 @@ def test_a_nul_character_keeps_an_exact_copy_beside_the_jsonb(pg_url: str) -> No
 # --- LISTEN / NOTIFY ------------------------------------------------------------------------
 
 
-def test_listeners_hear_committed_versions_only(pg_url: str) -> None:
+def test_listeners_hear_committed_starts_and_changes_of_state_only(pg_url: str) -> None:
+    """A heartbeat announces nothing (a notification holds a server-wide lock through the
+    commit): starts and changes of state do, once committed."""
     clock = FakeClock()
     with _open(pg_url) as store, store.listen() as listener:
         run = _start(store, clock)
@@ -153,9 +155,10 @@ def test_listeners_hear_committed_versions_only(pg_url: str) -> None:
                            prev_hash=snap.head_hash)
         with pytest.raises(VersionConflict):
             store.commit(run.id, 1, [stale], apply(snap.packet, stale))
-        heard = listener.poll(timeout=5) + listener.poll(timeout=0.2)
+        run.block(BlockerKind.MISSING_INPUT, "which port?")
+        heard = listener.poll(timeout=5) + listener.poll(timeout=0.5)
         assert [(c.run_id, c.version, c.state) for c in heard] == [
-            (run.id, 1, State.IN_PROGRESS), (run.id, 2, State.IN_PROGRESS)]
+            (run.id, 1, State.IN_PROGRESS), (run.id, 3, State.BLOCKED)]
         assert listener.poll(timeout=0.1) == []
 
 

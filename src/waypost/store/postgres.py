@@ -2,8 +2,8 @@
 
 Every write is one short transaction guarded in SQL (`UPDATE … WHERE id = %s AND version
 = %s`): a miss becomes VersionConflict or NotFound, never a read-check-write in Python.
-Packets and events are `jsonb`; a trigger announces each committed run change on
-`waypost_runs.<schema>` (see `listen`). Driver errors never leave this module unwrapped.
+Packets and events are `jsonb`; a trigger announces each run starting or changing state
+on `waypost_runs.<schema>` (see `listen`). Driver errors never leave this module unwrapped.
 """
 
 from __future__ import annotations
@@ -347,7 +347,7 @@ class PostgresStore(PostgresSide):
     # --- live coordination and operations ---------------------------------------------
 
     def listen(self) -> RunListener:
-        """A listener for every committed run change (close it, or use it in `with`)."""
+        """A listener for runs starting and changing state (close it, or use it in `with`)."""
         return RunListener(self.target)
 
     def advisory_lock(self, name: str) -> AdvisoryLock:

@@ -31,8 +31,10 @@ CREATE INDEX runs_owner ON runs (owner);
 CREATE INDEX runs_next_check ON runs (next_check_at, id) WHERE next_check_at IS NOT NULL;
 CREATE INDEX runs_session ON runs (session_id) WHERE session_id IS NOT NULL;
 
--- Every committed new version of a run is announced on the channel `waypost_runs.<schema>`
--- (payload: {"run", "version", "state"}); listeners hear it only once the write commits.
+-- A run starting, and a run moving to another state, is announced on the channel
+-- `waypost_runs.<schema>` (payload: {"run", "version", "state"}); listeners hear it only
+-- once the write commits. Other writes (a heartbeat) announce nothing: a notification takes
+-- a server-wide lock through the commit's flush, and the board follows the change cursor.
 CREATE FUNCTION runs_notify() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     PERFORM pg_notify('waypost_runs.' || TG_TABLE_SCHEMA,
@@ -42,8 +44,11 @@ BEGIN
 END
 $$;
 
-CREATE TRIGGER runs_notify AFTER INSERT OR UPDATE OF version ON runs
+CREATE TRIGGER runs_notify AFTER INSERT ON runs
     FOR EACH ROW EXECUTE FUNCTION runs_notify();
+
+CREATE TRIGGER runs_notify_state AFTER UPDATE OF state ON runs
+    FOR EACH ROW WHEN (OLD.state IS DISTINCT FROM NEW.state) EXECUTE FUNCTION runs_notify();
 
 CREATE TABLE events (
     run_id      text NOT NULL REFERENCES runs (id),

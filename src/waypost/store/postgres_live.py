@@ -92,7 +92,8 @@ class _Session:
 
 
 class RunListener(_Session):
-    """Every committed change to any run of one store, from any host, in commit order.
+    """Every run of one store starting or changing state, from any host, in commit order
+    (other writes, a heartbeat, are in the change cursor alone: `Store.changes_since`).
 
     Changes that arrive between two `poll` calls wait on the connection; none are lost
     while the listener is open.

@@ -49,7 +49,7 @@ class Database:
 
     @property
     def channel(self) -> str:
-        """The LISTEN/NOTIFY channel every committed run change is announced on."""
+        """The LISTEN/NOTIFY channel runs starting and changing state are announced on."""
         return CHANNEL_PREFIX + self.schema
 
     def connect_kwargs(self) -> dict[str, Any]:
