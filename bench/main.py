@@ -17,7 +17,18 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bench import board, cli_verbs, durable, http_api, pending, report, scan, threads, writers
+from bench import (
+    board,
+    board_http,
+    cli_verbs,
+    durable,
+    http_api,
+    pending,
+    report,
+    scan,
+    threads,
+    writers,
+)
 from bench.harness import Section
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -58,6 +69,7 @@ STEPS: dict[str, Step] = {
     "threads": lambda d, b: threads.run(d, rounds=b.writer_rounds,
                                         seconds=b.writer_seconds),
     "board": lambda d, b: board.run(d, rounds=b.board_rounds, stored=b.board_runs),
+    "boardhttp": lambda d, b: board_http.run(d, rounds=b.board_rounds, stored=b.board_runs),
     "sweep": lambda d, b: pending.sweep(d, rounds=b.sweep_rounds, stored=b.sweep_stored),
     "postgres": lambda d, b: pending.postgres(d, rounds=b.pg_rounds, seconds=b.pg_seconds),
     "delivery": lambda d, b: pending.delivery(d, rounds=b.delivery_rounds,
