@@ -14,7 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bench.harness import Figure, Section, check, interleave
-from waypost.runs import Run, start
+from waypost.runs import Run
+from waypost.starting import start
 from waypost.store import sqlite_group
 from waypost.store.sqlite import SqliteStore
 

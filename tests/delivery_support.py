@@ -16,7 +16,7 @@ import msgspec
 import standardwebhooks
 
 from tests.helpers import FakeClock
-from waypost import runs
+from waypost import runs, starting
 from waypost.config import Config
 from waypost.delivery.settings import DeliverySettings
 from waypost.model import EvidenceKind, Kind, Verdict
@@ -33,7 +33,7 @@ def new_secret() -> str:
 def approved_run(store: Store, clock: Callable[[], datetime], *, target: str = "none:",
                  notify: str | None = None, title: str = "Fix the flaky login test") -> str:
     """A run taken through claim, evidence, ready and review to `approved`."""
-    run, _ = runs.start(store, title, actor="alice", owner="alice", target=target,
+    run, _ = starting.start(store, title, actor="alice", owner="alice", target=target,
                         notify=notify, kind=Kind.LONG_RUNNING, max_silence=3600, clock=clock)
     worker = runs.Run(store, run.id, actor="w1", clock=clock)
     worker.claim()

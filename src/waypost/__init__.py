@@ -55,9 +55,10 @@ if typing.TYPE_CHECKING:
         StopRules,
         Verdict,
     )
-    from waypost.runs import Run, start
+    from waypost.runs import Run
     from waypost.sdk import run
     from waypost.sdk_async import arun
+    from waypost.starting import start
     from waypost.store import Store, open_store
 
 __all__ = [
@@ -114,7 +115,8 @@ _HOMES = {
     "waypost.model": ("Artifact", "ArtifactRole", "Assurance", "Authority", "Blocker",
                       "BlockerKind", "Evidence", "EvidenceKind", "Gate", "Kind", "Liveness",
                       "Packet", "State", "StopRules", "Verdict"),
-    "waypost.runs": ("Run", "start"),
+    "waypost.runs": ("Run",),
+    "waypost.starting": ("start",),
     "waypost.sdk": ("run",),
     "waypost.sdk_async": ("arun",),
     "waypost.store": ("Store", "open_store"),

@@ -1,5 +1,5 @@
-"""Use cases: start a run, and a `Run` handle that owns every verb that happens to it
-afterwards: the worker's (claim, heartbeat, block, artifacts, evidence and checks, ready,
+"""Use cases: a `Run` handle that owns every verb that happens to a run once it is started
+(`waypost.starting`): the worker's (claim, heartbeat, block, artifacts, evidence and checks, ready,
 resume) and the owner's (review, approve, changes, transfer, cancel).
 
 Every write goes the same way: read the packet, build one event, `apply` it (the rules),
@@ -13,17 +13,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime
 from typing import TYPE_CHECKING
 
 from waypost import inputs
 from waypost.config import Config
 from waypost.core.authority import check_may_review, check_may_take_lease
 from waypost.core.due import lease_until
-from waypost.core.history import make_event, prepare
-from waypost.core.machine import apply, next_blocker_id, next_evidence_id
+from waypost.core.history import prepare
+from waypost.core.machine import next_blocker_id, next_evidence_id
 from waypost.core.writes import RunWrite, Snapshot
-from waypost.durations import MAX_DURATION, Clock, new_run_id, parse_deadline, utcnow
+from waypost.durations import MAX_DURATION, Clock, utcnow
 from waypost.errors import InvalidInput, NotFound, VersionConflict, WaypostError
 from waypost.events import (
     AnyEventData,
@@ -38,7 +37,6 @@ from waypost.events import (
     EvidenceRecorded,
     Heartbeat,
     MarkedReady,
-    Started,
 )
 from waypost.model import (
     TERMINAL,
@@ -49,13 +47,9 @@ from waypost.model import (
     BlockerKind,
     Evidence,
     EvidenceKind,
-    Gate,
-    Kind,
     Packet,
-    StopRules,
     Verdict,
     Waiver,
-    to_json,
 )
 from waypost.store.base import Store, retry_conflicts
 
@@ -63,89 +57,6 @@ if TYPE_CHECKING:
     from waypost.evidence import CheckResult
     from waypost.handoff import Brief
     from waypost.review import ReviewReport
-
-
-def classify(kind: Kind | None, expect: float | None, threshold: float) -> Kind:
-    """Explicit kind wins; else `expect` against the threshold; else bounded."""
-    if kind is not None:
-        return kind
-    if expect is not None and expect > threshold:
-        return Kind.LONG_RUNNING
-    return Kind.BOUNDED
-
-
-def parse_gate(spec: str) -> Gate:
-    """`NAME=KIND:ARG` (a trailing `?` on NAME makes the gate optional)."""
-    name, sep, check = spec.partition("=")
-    if not sep or not name.strip() or (":" not in check and check != "no-private"):
-        raise InvalidInput(f"bad gate {spec!r}",
-                           hint="write NAME=KIND:ARG, e.g. tests='command:pytest -q'")
-    required = not name.endswith("?")
-    return Gate(name=name.rstrip("?").strip(), check=check.strip(), required=required)
-
-
-def start(
-    store: Store, title: str, *, actor: str, owner: str | None = None,
-    target: str | None = None, notify: str | None = None, kind: Kind | None = None,
-    expect: float | None = None, deadline: datetime | str | None = None,
-    heartbeat_interval: float | None = None, max_silence: float | None = None,
-    review_within: float | None = None, gates: Sequence[Gate] = (), worker: str | None = None,
-    idempotency_key: str | None = None, config: Config | None = None,
-    clock: Clock = utcnow, session: str | None = None,
-) -> tuple[Run, bool]:
-    """Record a new run's packet before work begins; returns (run, created). `session`
-    (an agent host's session id) is how that host's hooks find the run."""
-    config = config or Config()
-    if session is not None:
-        inputs.key(session, "--session")
-    _check_start(store, title, actor=actor, owner=owner, worker=worker,
-                 idempotency_key=idempotency_key, target=target, notify=notify, gates=gates,
-                 numbers={"expect": expect, "heartbeat_interval": heartbeat_interval,
-                          "max_silence": max_silence, "review_within": review_within})
-    _check_targets(store, config, target=target, notify=notify)
-    now = clock()
-    fingerprint = _fingerprint(title, owner, target, notify, kind, expect, deadline,
-                               heartbeat_interval, max_silence, review_within, gates, worker)
-    resolved_kind = classify(kind, expect, config.long_running_after)
-    if isinstance(deadline, str):
-        deadline = parse_deadline(deadline, now)
-    rules = StopRules(deadline=deadline, heartbeat_interval=heartbeat_interval,
-                      max_silence=max_silence, review_within=review_within)
-    data = Started(
-        title=title, kind=resolved_kind, owner=owner if owner is not None else actor,
-        target=target if target is not None else ("" if resolved_kind is Kind.LONG_RUNNING
-                                                  else "none:"),
-        notify=notify, worker=worker, lease_expires_at=lease_until(rules, now),
-        stop_rules=rules, gates=with_default_gates(gates, config),
-        idempotency_key=idempotency_key,
-    )
-    run_id = new_run_id(now)
-    event = make_event(None, run_id, data, actor=actor, at=now)
-    packet, created = store.create(event, apply(None, event), fingerprint=fingerprint,
-                                   session_id=session)
-    return Run(store, packet.id, actor=actor, clock=clock), created
-
-
-def _check_start(store: Store, title: str, *, actor: str, owner: str | None,
-                 worker: str | None, idempotency_key: str | None, target: str | None,
-                 notify: str | None, gates: Sequence[Gate],
-                 numbers: Mapping[str, float | None]) -> None:
-    """Everything a new run's parameters must be, decided before anything is written."""
-    checked_text(store, title, "title")
-    inputs.name(actor, "actor")
-    for field, who in (("owner", owner), ("worker", worker)):
-        if who is not None:
-            inputs.name(who, field)
-    if idempotency_key is not None:
-        inputs.key(idempotency_key)
-    for field, uri in (("target", target), ("notify", notify)):
-        if uri is not None:
-            inputs.text(uri, field, limit=inputs.TEXT_LIMITS["uri"], required=False)
-    for gate in gates:
-        inputs.text(f"{gate.name}={gate.check}", "gate")
-    for field, seconds in numbers.items():
-        if seconds is not None:
-            inputs.finite(seconds, field, low=0, high=MAX_DURATION)
 
 
 def checked_text(store: Store, value: str, field: str, *, required: bool = True) -> str:
@@ -160,7 +71,7 @@ def _store_limit(store: Store, field: str) -> int | None:
     return int(raw) if raw is not None and raw.isdigit() else None
 
 
-def _check_targets(store: Store, config: Config, *, target: str | None,
+def check_targets(store: Store, config: Config, *, target: str | None,
                    notify: str | None) -> None:
     """Refuse a malformed target or notify URI before the run exists (InvalidInput)."""
     from waypost.core.targets import check_uri  # here: the hot verbs never start a run
@@ -170,25 +81,6 @@ def _check_targets(store: Store, config: Config, *, target: str | None,
     for field, uri in (("target", target), ("notify", notify)):
         if uri is not None:
             check_uri(uri, places, field=field)
-
-
-def with_default_gates(gates: Sequence[Gate], config: Config) -> tuple[Gate, ...]:
-    """The project's `[gates]` first, then the run's own (which win on the same name);
-    every check is parsed now, so a typo is refused before the run exists."""
-    from waypost.checks import parse_check  # here: the hot verbs never start a run
-
-    merged = {g.name: g for g in (parse_gate(f"{n}={c}") for n, c in config.gates)}
-    merged.update((g.name, g) for g in gates)
-    for gate in merged.values():
-        parse_check(gate.check)
-    return tuple(merged.values())
-
-
-def _fingerprint(*params: object) -> str:
-    import hashlib  # here: the hot verbs never start a run
-
-    return hashlib.sha256(to_json([str(p) if isinstance(p, datetime) else p
-                                   for p in params])).hexdigest()
 
 
 def _jitter(attempt: int) -> None:
@@ -519,7 +411,7 @@ class Run:
         for field, uri in (("target", target), ("notify", notify)):
             if uri is not None:
                 inputs.text(uri, field, limit=inputs.TEXT_LIMITS["uri"])
-        _check_targets(self.store, config or Config(), target=target, notify=notify)
+        check_targets(self.store, config or Config(), target=target, notify=notify)
 
         def attempt() -> Packet:
             return self._commit(retarget.decide(

@@ -38,7 +38,8 @@ from waypost.model import (
     Packet,
     State,
 )
-from waypost.runs import Run, start
+from waypost.runs import Run
+from waypost.starting import start
 from waypost.store import Store, open_store
 
 if TYPE_CHECKING:

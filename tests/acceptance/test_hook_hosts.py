@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from tests.acceptance.test_hook_stop import HANG_GUARD, SESSION, act, project, started
-from waypost.runs import parse_gate
+from waypost.starting import parse_gate
 from waypost.store import open_store
 
 __all__ = ["project"]  # the fixture, shared with test_hook_stop

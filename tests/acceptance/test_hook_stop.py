@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 import waypost
-from waypost.runs import parse_gate
+from waypost.starting import parse_gate
 from waypost.store import open_store
 
 SESSION = "3f1c2a9e-5b7d-4c8e-9a1f-0d2b4e6f8a10"

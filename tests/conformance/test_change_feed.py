@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests import pg
-from waypost import runs
+from waypost import starting
 from waypost.model import BlockerKind, Packet
 from waypost.runs import Run
 from waypost.store import Store, open_store
@@ -40,8 +40,8 @@ def _worker(store: Store, run_id: str) -> Run:
 
 
 def test_writes_after_the_cursor_come_in_commit_order(store: Store) -> None:
-    a, _ = runs.start(store, "a", actor="alice", target="none:")
-    b, _ = runs.start(store, "b", actor="alice", target="none:")
+    a, _ = starting.start(store, "a", actor="alice", target="none:")
+    b, _ = starting.start(store, "b", actor="alice", target="none:")
     cursor = store.change_cursor()
     assert _follow(store, cursor)[0] == []
     worker_b, worker_a = _worker(store, b.id), _worker(store, a.id)
@@ -58,7 +58,7 @@ def test_writes_after_the_cursor_come_in_commit_order(store: Store) -> None:
 
 
 def test_from_zero_the_feed_holds_every_run(store: Store) -> None:
-    started = [runs.start(store, f"r{i}", actor="alice", target="none:")[0].id
+    started = [starting.start(store, f"r{i}", actor="alice", target="none:")[0].id
                for i in range(7)]
     seen, _ = _follow(store, 0, limit=3)
     assert [p.id for p in seen] == started
@@ -72,7 +72,7 @@ def test_polling_between_any_writes_misses_nothing(store: Store, plan: list[tupl
                                                    limit: int) -> None:
     """Whatever the writes and whenever the board looks, the last version it saw of each
     run is the run's version now."""
-    ids = [runs.start(store, f"r{i}", actor="alice", target="none:")[0].id for i in range(5)]
+    ids = [starting.start(store, f"r{i}", actor="alice", target="none:")[0].id for i in range(5)]
     workers: dict[int, Run] = {}
     latest: dict[str, int] = {}
     seen, cursor = _follow(store, store.change_cursor(), limit=limit)
@@ -94,7 +94,7 @@ def test_polling_between_any_writes_misses_nothing(store: Store, plan: list[tupl
 def test_concurrent_writers_never_slip_past_a_reader(store: Store) -> None:
     """Writers on other threads commit while the board polls: when they are done, the
     board has seen every run's final version."""
-    ids = [runs.start(store, f"r{i}", actor="alice", target="none:")[0].id for i in range(4)]
+    ids = [starting.start(store, f"r{i}", actor="alice", target="none:")[0].id for i in range(4)]
     cursor = store.change_cursor()
     latest: dict[str, int] = {}
 
@@ -123,8 +123,8 @@ def test_postgres_a_transaction_that_began_first_and_commits_last_is_not_skipped
     took its id first but commits after a later one must still come after the cursor a
     reader took between the two commits."""
     with pg.fresh_schema() as url, open_store(url) as store:
-        slow, _ = runs.start(store, "slow", actor="alice", target="none:")
-        fast, _ = runs.start(store, "fast", actor="alice", target="none:")
+        slow, _ = starting.start(store, "slow", actor="alice", target="none:")
+        fast, _ = starting.start(store, "fast", actor="alice", target="none:")
         cursor = store.change_cursor()
         schema = url.rsplit("schema=", 1)[-1].split("&")[0]
         with psycopg.connect(pg.server_url(), autocommit=False) as early:

@@ -10,7 +10,7 @@ import pytest
 from tests.delivery_support import approved_run
 from tests.helpers import FakeClock
 from tests.tamper import overwrite_event, overwrite_packet
-from waypost import runs
+from waypost import runs, starting
 from waypost.config import Config
 from waypost.core import outbox
 from waypost.core.history import make_event, verify_run
@@ -34,7 +34,7 @@ from waypost.store import Store
 
 
 def _start(store: Store, clock: FakeClock) -> runs.Run:
-    run, _ = runs.start(store, "t", actor="alice", owner="alice", target="none:",
+    run, _ = starting.start(store, "t", actor="alice", owner="alice", target="none:",
                         kind=Kind.LONG_RUNNING, max_silence=600, clock=clock)
     return run
 

@@ -10,7 +10,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from tests.helpers import FakeClock
-from waypost import runs, watchdog
+from waypost import runs, starting, watchdog
 from waypost.model import BlockerKind, EvidenceKind, Kind, Verdict
 from waypost.store import Store
 from waypost.store.base import check_moves
@@ -22,7 +22,7 @@ def _due_ids(store: Store, now: datetime) -> list[str]:
 
 def test_a_heartbeat_leaves_the_check_and_the_sweep_moves_it_on(
         store: Store, clock: FakeClock) -> None:
-    run, _ = runs.start(store, "t", actor="alice", target="none:", kind=Kind.LONG_RUNNING,
+    run, _ = starting.start(store, "t", actor="alice", target="none:", kind=Kind.LONG_RUNNING,
                         max_silence=10, worker="w", clock=clock)
     worker = runs.Run(store, run.id, actor="w", clock=clock)
     worker.claim()
@@ -40,7 +40,7 @@ def test_a_heartbeat_leaves_the_check_and_the_sweep_moves_it_on(
 
 def test_a_commit_that_brings_the_check_sooner_lowers_it(
         store: Store, clock: FakeClock) -> None:
-    run, _ = runs.start(store, "t", actor="alice", target="none:", kind=Kind.LONG_RUNNING,
+    run, _ = starting.start(store, "t", actor="alice", target="none:", kind=Kind.LONG_RUNNING,
                         max_silence=3600, review_within=60, clock=clock)
     worker = runs.Run(store, run.id, actor="w", clock=clock)
     worker.claim()
@@ -51,7 +51,7 @@ def test_a_commit_that_brings_the_check_sooner_lowers_it(
 
 
 def test_a_finished_run_leaves_the_index(store: Store, clock: FakeClock) -> None:
-    run, _ = runs.start(store, "t", actor="alice", target="none:", kind=Kind.LONG_RUNNING,
+    run, _ = starting.start(store, "t", actor="alice", target="none:", kind=Kind.LONG_RUNNING,
                         max_silence=10, clock=clock)
     run.cancel("not needed")
     assert _due_ids(store, clock.advance(86400 * 365)) == []

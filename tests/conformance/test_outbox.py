@@ -8,7 +8,7 @@ import pytest
 
 from tests.delivery_support import approved_run
 from tests.helpers import FakeClock
-from waypost import runs
+from waypost import runs, starting
 from waypost.core import outbox
 from waypost.core.history import make_event
 from waypost.core.machine import apply, next_blocker_id
@@ -23,7 +23,7 @@ LEASE = 60.0
 
 def _notice_run(store: Store, clock: FakeClock, count: int = 1) -> tuple[str, list[str]]:
     """A run with `count` notices queued by heartbeats (the store contract alone, no rules)."""
-    run, _ = runs.start(store, "t", actor="alice", owner="alice", target="none:",
+    run, _ = starting.start(store, "t", actor="alice", owner="alice", target="none:",
                         kind=Kind.LONG_RUNNING, max_silence=600, clock=clock)
     keys = []
     for i in range(count):

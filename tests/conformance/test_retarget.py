@@ -10,7 +10,7 @@ import pytest
 
 from tests.delivery_support import approved_run, fast
 from tests.helpers import FakeClock
-from waypost import retarget, runs
+from waypost import retarget, runs, starting
 from waypost.core import outbox
 from waypost.core.history import verify_run
 from waypost.delivery.relay import Relay
@@ -91,7 +91,7 @@ def test_an_approved_run_still_queued_moves_its_row(store: Store, clock: FakeClo
 
 def test_a_run_retargeted_before_approval_is_delivered_to_the_new_target(
         store: Store, clock: FakeClock) -> None:
-    run, _ = runs.start(store, "t", actor="alice", target="file:old.md", max_silence=600,
+    run, _ = starting.start(store, "t", actor="alice", target="file:old.md", max_silence=600,
                         clock=clock)
     run.retarget("file:new.md", notify="file:notes.jsonl")
     run_id = run.id
@@ -220,7 +220,7 @@ def test_only_the_owner_retargets(store: Store, clock: FakeClock) -> None:
 
 
 def test_a_retarget_that_changes_nothing_is_refused(store: Store, clock: FakeClock) -> None:
-    run, _ = runs.start(store, "t", actor="alice", target="none:", clock=clock)
+    run, _ = starting.start(store, "t", actor="alice", target="none:", clock=clock)
     with pytest.raises(InvalidInput, match="changes nothing"):
         run.retarget("none:")
     with pytest.raises(InvalidInput, match="name a new target"):

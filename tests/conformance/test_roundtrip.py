@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tests.helpers import FakeClock
-from waypost import runs
+from waypost import starting
 from waypost.core.history import verify_run
 from waypost.model import Assurance, EvidenceKind, Kind, Verdict
 from waypost.store import Store
@@ -20,7 +20,7 @@ from waypost.store import Store
 ])
 def test_a_heartbeat_reads_back_identical_and_verifies(
         store: Store, clock: FakeClock, note: str, fraction: float) -> None:
-    run, _ = runs.start(store, note, actor="alice", target="none:", kind=Kind.LONG_RUNNING,
+    run, _ = starting.start(store, note, actor="alice", target="none:", kind=Kind.LONG_RUNNING,
                         max_silence=60, clock=clock)
     written = run.heartbeat(note=note, progress=fraction)
     read = store.get(run.id)
@@ -32,7 +32,7 @@ def test_a_heartbeat_reads_back_identical_and_verifies(
 
 
 def test_binary_command_output_survives(store: Store, clock: FakeClock) -> None:
-    run, _ = runs.start(store, "t", actor="alice", target="none:", kind=Kind.BOUNDED,
+    run, _ = starting.start(store, "t", actor="alice", target="none:", kind=Kind.BOUNDED,
                         clock=clock)
     tail = "\x00\x01\x02 binary \x7f\x00 \ufffd"
     written = run.record_evidence(kind=EvidenceKind.COMMAND, verdict=Verdict.FAILED,

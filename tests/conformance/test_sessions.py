@@ -6,28 +6,28 @@ from __future__ import annotations
 import pytest
 
 from tests.helpers import FakeClock
-from waypost import runs
+from waypost import starting
 from waypost.errors import InvalidInput, NotFound
 from waypost.store import Store
 
 
 def test_a_session_finds_its_newest_run(store: Store, clock: FakeClock) -> None:
     assert store.session_run("s-1") is None
-    first, _ = runs.start(store, "one", actor="alice", target="none:", session="s-1",
+    first, _ = starting.start(store, "one", actor="alice", target="none:", session="s-1",
                           clock=clock)
     assert store.session_run("s-1") == first.id
     clock.advance(5)
-    second, _ = runs.start(store, "two", actor="alice", target="none:", session="s-1",
+    second, _ = starting.start(store, "two", actor="alice", target="none:", session="s-1",
                            clock=clock)
-    runs.start(store, "other", actor="alice", target="none:", session="s-2", clock=clock)
-    runs.start(store, "none", actor="alice", target="none:", clock=clock)
+    starting.start(store, "other", actor="alice", target="none:", session="s-2", clock=clock)
+    starting.start(store, "none", actor="alice", target="none:", clock=clock)
     assert store.session_run("s-1") == second.id
     assert store.session_run("s-3") is None
     assert [e.type for e in store.events(second.id)] == ["started"]
 
 
 def test_the_stop_count_adds_up_and_resets(store: Store) -> None:
-    run, _ = runs.start(store, "one", actor="alice", target="none:", session="s-1")
+    run, _ = starting.start(store, "one", actor="alice", target="none:", session="s-1")
     assert [store.count_stop_block(run.id) for _ in range(3)] == [1, 2, 3]
     assert store.count_stop_block(run.id, reset=True) == 0
     assert store.count_stop_block(run.id) == 1
@@ -37,8 +37,8 @@ def test_the_stop_count_adds_up_and_resets(store: Store) -> None:
 
 def test_one_turn_counts_once_until_the_count_is_reset(store: Store) -> None:
     """The same stop delivered twice (Cursor runs its hooks and Claude Code's) counts once."""
-    run, _ = runs.start(store, "one", actor="alice", target="none:", session="s-1")
-    other, _ = runs.start(store, "two", actor="alice", target="none:", session="s-2")
+    run, _ = starting.start(store, "one", actor="alice", target="none:", session="s-1")
+    other, _ = starting.start(store, "two", actor="alice", target="none:", session="s-2")
     assert [store.count_stop_block(run.id, turn="t1") for _ in range(3)] == [1, 1, 1]
     assert store.count_stop_block(other.id, turn="t1") == 1  # a turn is one run's
     assert store.count_stop_block(run.id, turn="t2") == 2
@@ -55,12 +55,12 @@ def test_one_turn_counts_once_until_the_count_is_reset(store: Store) -> None:
 def test_a_bad_session_id_is_refused_before_anything_is_written(store: Store,
                                                                 session: str) -> None:
     with pytest.raises(InvalidInput):
-        runs.start(store, "one", actor="alice", target="none:", session=session)
+        starting.start(store, "one", actor="alice", target="none:", session=session)
     assert store.run_ids() == []
 
 
 def test_a_session_attached_later_finds_its_run(store: Store) -> None:
-    run, _ = runs.start(store, "one", actor="alice", target="none:")
+    run, _ = starting.start(store, "one", actor="alice", target="none:")
     assert store.session_run("later") is None
     store.attach_session(run.id, "later")
     assert store.session_run("later") == run.id

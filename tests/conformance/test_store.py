@@ -7,7 +7,7 @@ import hashlib
 import pytest
 
 from tests.helpers import FakeClock
-from waypost import runs
+from waypost import runs, starting
 from waypost.core.history import make_event, verify_run
 from waypost.core.machine import apply
 from waypost.errors import IdempotencyConflict, NotFound, StaleLease, VersionConflict
@@ -18,7 +18,7 @@ from waypost.store import Store
 
 def _start(store: Store, clock: FakeClock, key: str | None = None,
            title: str = "t") -> runs.Run:
-    run, _ = runs.start(store, title, actor="alice", owner="alice", target="none:",
+    run, _ = starting.start(store, title, actor="alice", owner="alice", target="none:",
                         kind=Kind.LONG_RUNNING, max_silence=60, idempotency_key=key,
                         clock=clock)
     return run
@@ -74,7 +74,7 @@ def test_commit_to_a_missing_run_is_not_found(store: Store, clock: FakeClock) ->
 
 def test_idempotent_start_returns_the_same_run(store: Store, clock: FakeClock) -> None:
     first = _start(store, clock, key="k1")
-    second, created = runs.start(store, "t", actor="alice", owner="alice", target="none:",
+    second, created = starting.start(store, "t", actor="alice", owner="alice", target="none:",
                                  kind=Kind.LONG_RUNNING, max_silence=60,
                                  idempotency_key="k1", clock=clock)
     assert not created

@@ -11,7 +11,7 @@ from datetime import timedelta
 import pytest
 
 from tests.helpers import FakeClock
-from waypost import runs, watchdog
+from waypost import runs, starting, watchdog
 from waypost.core import watching
 from waypost.core.history import prepare, verify_run
 from waypost.core.writes import Deferral, RunWrite, in_force
@@ -25,7 +25,7 @@ WATCHDOG = "watchdog:t"
 def _silent(store: Store, clock: FakeClock, **rules: object) -> runs.Run:
     """A claimed run whose worker goes silent 60 s after now."""
     params: dict[str, object] = {"max_silence": 60.0, **rules}
-    run, _ = runs.start(store, "quiet worker", actor="alice", owner="alice", target="none:",
+    run, _ = starting.start(store, "quiet worker", actor="alice", owner="alice", target="none:",
                         kind=Kind.LONG_RUNNING, clock=clock, **params)  # type: ignore[arg-type]
     worker = runs.Run(store, run.id, actor="w1", clock=clock)
     worker.claim()

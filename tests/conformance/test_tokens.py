@@ -12,14 +12,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.helpers import Cli, FakeClock, dump_store
-from waypost import runs, tokens
+from waypost import starting, tokens
 from waypost.errors import InvalidInput, NotFound, Unauthenticated
 from waypost.model import Role
 from waypost.store import Store
 
 
 def test_a_token_names_its_grant_until_it_is_revoked(store: Store, clock: FakeClock) -> None:
-    run, _ = runs.start(store, "t", actor="alice", target="none:")
+    run, _ = starting.start(store, "t", actor="alice", target="none:")
     secret, grant = tokens.issue(store, holder="worker-1", role="worker", run_id=run.id,
                                  ttl=None, by="alice", now=clock.now)
     assert secret.startswith("wpt_")

@@ -10,7 +10,7 @@ import msgspec
 import pytest
 
 from tests.helpers import FakeClock
-from waypost import artifacts, runs
+from waypost import artifacts, runs, starting
 from waypost.core.due import next_check_at
 from waypost.core.history import verify_run
 from waypost.errors import InvalidInput, NotFound
@@ -24,7 +24,7 @@ NO_GRACE = timedelta(days=36500)
 
 def _start(store: Store, clock: FakeClock, *, owner: str = "alice", max_silence: float = 60,
            title: str = "t") -> runs.Run:
-    run, _ = runs.start(store, title, actor=owner, owner=owner, target="none:",
+    run, _ = starting.start(store, title, actor=owner, owner=owner, target="none:",
                         kind=Kind.LONG_RUNNING, max_silence=max_silence, clock=clock)
     return run
 
@@ -76,7 +76,7 @@ def test_due_runs_are_those_whose_next_check_has_come_in_due_order(
         store: Store, clock: FakeClock) -> None:
     late = _start(store, clock, max_silence=100, title="later")
     early = _start(store, clock, max_silence=10, title="sooner")
-    bounded, _ = runs.start(store, "inline", actor="alice", kind=Kind.BOUNDED, clock=clock)
+    bounded, _ = starting.start(store, "inline", actor="alice", kind=Kind.BOUNDED, clock=clock)
     assert store.due_runs(now=clock.advance(9)) == []
     clock.advance(1)
     assert [d.packet.id for d in store.due_runs(now=clock())] == [early.id]
@@ -167,7 +167,7 @@ def test_prune_spares_blobs_stored_within_the_grace(store: Store, clock: FakeClo
 
 
 def test_prune_removes_the_outbox_rows_of_pruned_runs(store: Store, clock: FakeClock) -> None:
-    run, _ = runs.start(store, "t", actor="alice", owner="alice", target="none:",
+    run, _ = starting.start(store, "t", actor="alice", owner="alice", target="none:",
                         notify="file:notices.log", kind=Kind.LONG_RUNNING, max_silence=60,
                         clock=clock)
     run.block(BlockerKind.MISSING_INPUT, "the API key for staging")

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import Cli, FakeClock
-from waypost import artifacts, runs
+from waypost import artifacts, runs, starting
 from waypost.core.history import prepare
 from waypost.durations import utcnow
 from waypost.errors import (
@@ -315,13 +315,13 @@ def test_refused_adds_store_no_blob(cli: Cli, run: str, tmp_path: Path) -> None:
 
 def test_run_add_artifact_stores_no_blob_on_refusal_on_every_backend(
         store: Store, clock: FakeClock, tmp_path: Path) -> None:
-    run, _ = runs.start(store, "t", actor="alice", owner="alice", target="none:",
+    run, _ = starting.start(store, "t", actor="alice", owner="alice", target="none:",
                         kind=Kind.LONG_RUNNING, max_silence=1800, clock=clock)
     runs.Run(store, run.id, actor="w1", clock=clock).claim()
     stale = runs.Run(store, run.id, actor="w1", epoch=1, clock=clock)
     run.transfer(Authority.TAKEOVER, "w2")
     runs.Run(store, run.id, actor="w2", clock=clock).claim()
-    cancelled, _ = runs.start(store, "c", actor="alice", target="none:",
+    cancelled, _ = starting.start(store, "c", actor="alice", target="none:",
                               kind=Kind.LONG_RUNNING, max_silence=1800, clock=clock)
     cancelled.cancel("not needed")
     payload = tmp_path / "payload.md"

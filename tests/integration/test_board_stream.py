@@ -21,7 +21,7 @@ import waypost
 from tests import pg
 from tests.board_support import Message, read_messages, serving
 from tests.http_support import issue, serve_process
-from waypost import runs, tokens
+from waypost import starting, tokens
 from waypost.errors import InvalidInput
 from waypost.http import stream
 from waypost.model import Packet
@@ -320,7 +320,7 @@ def test_a_stopping_server_ends_open_streams_instead_of_waiting_them_out(
     (no cancelled task's traceback), the browser reconnecting with its Last-Event-ID."""
     store_url = str(tmp_path / "s.db")
     with open_store(store_url, create=True) as store:
-        runs.start(store, "open stream", actor="alice", target="none:")
+        starting.start(store, "open stream", actor="alice", target="none:")
     secret = issue(store_url, "alice", "viewer")
     with serve_process(store_url) as (process, url):
         with httpx.stream("GET", f"{url}/events", timeout=30,

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from waypost import runs
+from waypost import runs, starting
 from waypost.core.history import verify_run
 from waypost.model import Kind
 from waypost.store import open_store
@@ -39,7 +39,7 @@ def hammer(path: str, run_id: str, name: str, seconds: float,
 def test_sixteen_runs_and_four_writers_on_one_run(tmp_path: Path) -> None:
     path = str(tmp_path / "stress.db")
     with open_store(path) as store:
-        ids = [runs.start(store, f"run {i}", actor="alice", kind=Kind.BOUNDED)[0].id
+        ids = [starting.start(store, f"run {i}", actor="alice", kind=Kind.BOUNDED)[0].id
                for i in range(17)]
     ctx = multiprocessing.get_context("spawn")
     results: multiprocessing.Queue[tuple[str, list[int], str | None]] = ctx.Queue()

@@ -13,7 +13,7 @@ import pytest
 
 from tests.delivery_support import PRIVATE, PUBLIC, approved_run, drain_until_settled, fast
 from tests.helpers import Cli, FakeClock
-from waypost import runs
+from waypost import runs, starting
 from waypost.core import outbox
 from waypost.core.targets import FORMS, Places, file_destination
 from waypost.delivery import document
@@ -226,7 +226,7 @@ def test_exec_target_failing_is_retried_with_its_stderr(db: Store, clock: FakeCl
 def test_notices_go_to_the_notify_file_once_each_and_never_move_the_run(
         db: Store, clock: FakeClock, tmp_path: Path) -> None:
     notices = tmp_path / "notices.jsonl"
-    run, _ = runs.start(db, "t", actor="alice", owner="alice", target="none:",
+    run, _ = starting.start(db, "t", actor="alice", owner="alice", target="none:",
                         notify=f"file:{notices}", kind=Kind.LONG_RUNNING,
                         max_silence=600, clock=clock)
     worker = runs.Run(db, run.id, actor="w1", clock=clock)
@@ -256,7 +256,7 @@ def test_notices_go_to_the_notify_file_once_each_and_never_move_the_run(
 ])
 def test_a_failing_notice_is_retried_or_failed_visibly_and_never_moves_the_run(
         db: Store, clock: FakeClock, command: str, status: DeliveryStatus, error: str) -> None:
-    run, _ = runs.start(db, "t", actor="alice", owner="alice", target="none:",
+    run, _ = starting.start(db, "t", actor="alice", owner="alice", target="none:",
                         notify=f"exec:{command}", kind=Kind.LONG_RUNNING,
                         max_silence=600, clock=clock)
     runs.Run(db, run.id, actor="alice", clock=clock).block(BlockerKind.OTHER, "the CI is red")

@@ -16,7 +16,7 @@ import pytest
 
 from tests.delivery_support import WebhookServer, approved_run, fast, new_secret
 from tests.helpers import Cli, FakeClock
-from waypost import runs
+from waypost import runs, starting
 from waypost.cli import main
 from waypost.core.targets import FORMS
 from waypost.delivery.relay import Relay
@@ -192,7 +192,7 @@ def test_a_target_stored_by_an_older_release_is_decided_again_at_delivery(
 def test_start_refuses_an_escape_on_every_backend(store: Store, clock: FakeClock) -> None:
     for target in ("file:../x.md", "file:~/x.md", "file:/etc/x.md", "exec:"):
         with pytest.raises(InvalidInput):
-            runs.start(store, "t", actor="alice", target=target, clock=clock)
+            starting.start(store, "t", actor="alice", target=target, clock=clock)
     assert store.run_ids() == []
 
 
@@ -236,7 +236,7 @@ def test_a_notice_that_fails_for_good_never_moves_the_run(
         tmp_path_factory: pytest.TempPathFactory) -> None:
     outside = tmp_path_factory.mktemp("outside")
     (tmp_path / "logs").symlink_to(outside, target_is_directory=True)
-    run, _ = runs.start(db, "t", actor="alice", target="none:", notify="file:logs/n.jsonl",
+    run, _ = starting.start(db, "t", actor="alice", target="none:", notify="file:logs/n.jsonl",
                         kind=Kind.LONG_RUNNING, max_silence=600, clock=clock)
     runs.Run(db, run.id, actor="alice", clock=clock).block(BlockerKind.OTHER, "CI is red")
     version = db.get(run.id).version

@@ -14,7 +14,7 @@ import pytest
 from tests.delivery_support import PRIVATE, PUBLIC, approved_run, drain_until_settled, fast
 from tests.fake_services import FakeGitHub
 from tests.helpers import FakeClock
-from waypost import runs
+from waypost import runs, starting
 from waypost.delivery.relay import Relay
 from waypost.model import (
     BlockerKind,
@@ -119,9 +119,9 @@ def test_rate_limiting_waits_until_the_reset_and_is_not_a_failure(
 
 def test_a_commit_status_per_gate_and_for_the_run_linking_to_the_board(
         db: Store, clock: FakeClock, github: FakeGitHub) -> None:
-    run, _ = runs.start(db, "Fix it", actor="alice", owner="alice",
+    run, _ = starting.start(db, "Fix it", actor="alice", owner="alice",
                         target=f"github-status:{REPO}@{SHA}", kind=Kind.LONG_RUNNING,
-                        max_silence=3600, gates=[runs.parse_gate("tests=command:true")],
+                        max_silence=3600, gates=[starting.parse_gate("tests=command:true")],
                         clock=clock)
     worker = runs.Run(db, run.id, actor="w1", clock=clock)
     worker.claim()

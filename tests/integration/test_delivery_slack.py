@@ -13,7 +13,7 @@ import pytest
 from tests.delivery_support import PRIVATE, PUBLIC, approved_run, drain_until_settled, fast
 from tests.fake_services import FakeSlack
 from tests.helpers import FakeClock
-from waypost import runs
+from waypost import runs, starting
 from waypost.core import receipts
 from waypost.delivery.relay import Relay
 from waypost.model import (
@@ -112,7 +112,7 @@ def test_a_429_on_the_duplicate_check_waits_and_never_posts(
 def test_notices_update_one_message_and_the_final_result_goes_in_its_thread(
         db: Store, clock: FakeClock, slack: FakeSlack) -> None:
     uri = f"slack:{CHANNEL}"
-    run, _ = runs.start(db, "Ship the fix", actor="alice", owner="alice", target=uri,
+    run, _ = starting.start(db, "Ship the fix", actor="alice", owner="alice", target=uri,
                         notify=uri, kind=Kind.LONG_RUNNING, max_silence=3600, clock=clock)
     worker = runs.Run(db, run.id, actor="w1", clock=clock)
     worker.claim()

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from waypost import runs
+from waypost import starting
 from waypost.core.history import make_event, verify_run
 from waypost.core.machine import apply
 from waypost.core.writes import RunWrite
@@ -30,7 +30,7 @@ from waypost.store.sqlite import SqliteStore
 def _claimed(store: SqliteStore, count: int) -> list[Run]:
     made = []
     for i in range(count):
-        packet, _ = runs.start(store, f"r{i}", actor="alice", target="none:")
+        packet, _ = starting.start(store, f"r{i}", actor="alice", target="none:")
         run = Run(store, packet.id, actor=f"w{i}")
         run.claim()
         made.append(run)

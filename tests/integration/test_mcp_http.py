@@ -25,7 +25,7 @@ from mcp.types import TextResourceContents
 
 from tests.helpers import dump_store
 from tests.integration.test_mcp import PASSING, TOOLS, call, drive, refused
-from waypost import runs, tokens
+from waypost import starting, tokens
 from waypost.model import Gate
 from waypost.store import open_store
 
@@ -84,10 +84,10 @@ def world(tmp_path: Path) -> dict[str, Any]:
     """A run owned by alice, worked by worker-1, with an artifact gate; and tokens."""
     store = tmp_path / "w.db"
     with open_store(str(store), create=True) as opened:
-        run, _ = runs.start(opened, "Write the report", actor="alice", owner="alice",
+        run, _ = starting.start(opened, "Write the report", actor="alice", owner="alice",
                             target="none:", worker="worker-1",
                             gates=[Gate(name="report", check="artifact:report.md")])
-        other, _ = runs.start(opened, "Someone else's", actor="bob", owner="bob",
+        other, _ = starting.start(opened, "Someone else's", actor="bob", owner="bob",
                               target="none:")
     return {"store": store, "run": run.id, "other": other.id,
             "owner": issue(store, "alice", "owner"),

@@ -18,7 +18,7 @@ import pytest
 
 from tests import pg
 from tests.helpers import FakeClock
-from waypost import runs
+from waypost import runs, starting
 from waypost.cli import main
 from waypost.core.history import make_event
 from waypost.core.machine import apply
@@ -33,7 +33,7 @@ UNREACHABLE = "postgresql://postgres@127.0.0.1:1/test"
 
 
 def _start(store: PostgresStore, clock: FakeClock) -> runs.Run:
-    run, _ = runs.start(store, "t", actor="alice", target="none:", kind=Kind.LONG_RUNNING,
+    run, _ = starting.start(store, "t", actor="alice", target="none:", kind=Kind.LONG_RUNNING,
                         max_silence=60, clock=clock)
     return run
 

@@ -11,7 +11,7 @@ import psycopg
 import pytest
 
 from tests.helpers import FakeClock
-from waypost import runs
+from waypost import runs, starting
 from waypost.errors import IntegrityError, Refused, StoreBusy
 from waypost.model import Kind
 from waypost.store import open_postgres
@@ -28,7 +28,7 @@ def conn(pg_url: str) -> Iterator[psycopg.Connection[Any]]:
 
 
 def _start(store: PostgresStore, clock: FakeClock, n: int) -> list[str]:
-    return sorted(runs.start(store, f"r{i}", actor="alice", target="none:",
+    return sorted(starting.start(store, f"r{i}", actor="alice", target="none:",
                              kind=Kind.LONG_RUNNING, max_silence=60, clock=clock)[0].id
                   for i in range(n))
 

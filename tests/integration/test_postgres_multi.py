@@ -17,7 +17,7 @@ import pytest
 
 from tests.delivery_support import Request, WebhookServer, approved_run, new_secret
 from tests.helpers import FakeClock, Spawn, waypost_processes
-from waypost import runs
+from waypost import runs, starting
 from waypost.core import outbox
 from waypost.durations import utcnow
 from waypost.model import BlockerKind, Kind, State
@@ -59,7 +59,7 @@ def _silent_runs(store: Store, count: int) -> list[str]:
     """Runs whose worker claims them and then says nothing: silent after one second."""
     ids = []
     for index in range(count):
-        run, _ = runs.start(store, f"quiet worker {index}", actor="alice", owner="alice",
+        run, _ = starting.start(store, f"quiet worker {index}", actor="alice", owner="alice",
                             target="none:", kind=Kind.LONG_RUNNING, max_silence=1.0)
         runs.Run(store, run.id, actor="w1").claim()
         ids.append(run.id)

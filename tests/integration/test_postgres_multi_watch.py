@@ -13,7 +13,7 @@ import msgspec
 import pytest
 
 from tests.helpers import FakeClock
-from waypost import runs
+from waypost import runs, starting
 from waypost.core.observed import observe
 from waypost.model import Kind, State, Watcher, WatcherRole
 from waypost.store import Store, open_store
@@ -41,7 +41,7 @@ def _watch(stack: ExitStack, store: Store, clock: FakeClock, name: str,
 
 
 def _silent_run(store: Store, clock: FakeClock, owner: str = "alice") -> str:
-    run, _ = runs.start(store, "quiet worker", actor=owner, owner=owner, target="none:",
+    run, _ = starting.start(store, "quiet worker", actor=owner, owner=owner, target="none:",
                         kind=Kind.LONG_RUNNING, max_silence=5, clock=clock)
     runs.Run(store, run.id, actor="w1", clock=clock).claim()
     return run.id

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from waypost import runs
+from waypost import runs, starting
 from waypost.core.history import verify_run
 from waypost.model import Kind
 from waypost.store import Store, open_store
@@ -36,7 +36,7 @@ def writer(url: str, own: str, shared: str, name: str, results: Any) -> None:
 
 
 def _start_runs(store: Store, count: int) -> list[str]:
-    return [runs.start(store, f"run {i}", actor="alice", kind=Kind.BOUNDED)[0].id
+    return [starting.start(store, f"run {i}", actor="alice", kind=Kind.BOUNDED)[0].id
             for i in range(count)]
 
 

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, event, settings
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from tests.helpers import FakeClock
-from waypost import runs
+from waypost import runs, starting
 from waypost.core.history import verify_run
 from waypost.core.machine import fold
 from waypost.errors import InvalidInput, NotFound, Refused
@@ -38,7 +38,7 @@ class PacketMachine(RuleBasedStateMachine):
         self.folder = Path(tempfile.mkdtemp(prefix="waypost-prop-"))
         self.store = open_store(str(self.folder / "p.db"))
         self.clock = FakeClock()
-        run, _ = runs.start(self.store, "prop", actor="alice", owner="alice",
+        run, _ = starting.start(self.store, "prop", actor="alice", owner="alice",
                             target="none:", kind=Kind.LONG_RUNNING, max_silence=60,
                             clock=self.clock)
         self.run_id = run.id

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import FakeClock
-from waypost import runs
+from waypost import runs, starting
 from waypost.core.history import verify_run
 from waypost.model import Kind
 from waypost.store.sqlite import SqliteStore
@@ -43,7 +43,7 @@ def test_a_version_5_store_upgrades_and_every_run_still_verifies(
     with SqliteStore(tmp_path / "new.db") as store:
         made = []
         for n in range(3):
-            run, _ = runs.start(store, f"run {n}", actor="alice", target="none:",
+            run, _ = starting.start(store, f"run {n}", actor="alice", target="none:",
                                 kind=Kind.LONG_RUNNING, max_silence=60 * (n + 1),
                                 idempotency_key=f"key-{n}", clock=clock)
             worker = runs.Run(store, run.id, actor="w", clock=clock)
@@ -62,7 +62,7 @@ def test_a_version_5_store_upgrades_and_every_run_still_verifies(
         assert {p.id: p for p in store.list_runs()} == before
         for run_id in made:
             verify_run(run_id, store.events(run_id), store.load(run_id).packet)
-        again, created = runs.start(store, "run 1", actor="alice", target="none:",
+        again, created = starting.start(store, "run 1", actor="alice", target="none:",
                                     kind=Kind.LONG_RUNNING, max_silence=120,
                                     idempotency_key="key-1", clock=clock)
         assert (again.id, created) == (made[1], False)  # the unique key came across

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import Cli, FakeClock
-from waypost import runs
+from waypost import runs, starting
 from waypost.core.history import verify_run
 from waypost.errors import StoreBusy, StoreError
 from waypost.model import Kind
@@ -82,7 +82,7 @@ def test_a_row_that_is_not_utf8_is_named_not_a_driver_error(cli: Cli) -> None:
 def test_the_watchdog_skips_and_names_a_bad_row_and_sweeps_the_rest(
         tmp_path: Path, clock: FakeClock) -> None:
     with SqliteStore(tmp_path / "w.db") as store:
-        made = sorted(runs.start(store, f"r{n}", actor="alice", target="none:",
+        made = sorted(starting.start(store, f"r{n}", actor="alice", target="none:",
                                  kind=Kind.LONG_RUNNING, max_silence=60, clock=clock)[0].id
                       for n in range(5))  # all due at once: in id order
         _sql(tmp_path / "w.db", "UPDATE runs SET packet = '[]' WHERE id = ?", made[1])
@@ -290,7 +290,7 @@ def _fill(run: runs.Run) -> None:
 
 def test_a_full_disk_says_so_and_loses_nothing(tmp_path: Path, clock: FakeClock) -> None:
     with SqliteStore(tmp_path / "w.db") as store:
-        run, _ = runs.start(store, "t", actor="alice", target="none:",
+        run, _ = starting.start(store, "t", actor="alice", target="none:",
                             kind=Kind.LONG_RUNNING, max_silence=60, clock=clock)
         before = store.get(run.id)
         db = store._db
@@ -319,7 +319,7 @@ def locked(tmp_path: Path) -> Iterator[tuple[Path, str]]:
     """A store whose write lock another connection holds until the test ends."""
     path = tmp_path / "w.db"
     with SqliteStore(path) as store:
-        run, _ = runs.start(store, "t", actor="alice", target="none:",
+        run, _ = starting.start(store, "t", actor="alice", target="none:",
                             kind=Kind.LONG_RUNNING, max_silence=60)
     holder = sqlite3.connect(path, isolation_level=None)
     holder.execute("BEGIN IMMEDIATE")

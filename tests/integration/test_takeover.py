@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import FakeClock
-from waypost import runs
+from waypost import runs, starting
 from waypost.errors import NotAuthorized
 from waypost.model import Authority, BlockerKind, Kind
 from waypost.store import Store, open_store
@@ -24,7 +24,7 @@ def store(tmp_path: Path) -> Iterator[Store]:
 def claimed(store: Store, clock: FakeClock, *, max_silence: float | None = 600,
             heartbeat_interval: float | None = None) -> runs.Run:
     """A run owned by alice whose lease w1 holds; returns alice's handle."""
-    owner, _ = runs.start(store, "t", actor="alice", target="none:", kind=Kind.LONG_RUNNING,
+    owner, _ = starting.start(store, "t", actor="alice", target="none:", kind=Kind.LONG_RUNNING,
                           clock=clock, max_silence=max_silence, deadline="+30d",
                           heartbeat_interval=heartbeat_interval)
     runs.Run(store, owner.id, actor="w1", clock=clock).claim()

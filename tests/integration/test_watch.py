@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import Cli, FakeClock
-from waypost import runs, watchdog
+from waypost import runs, starting, watchdog
 from waypost.core.due import liveness
 from waypost.core.history import make_event
 from waypost.core.machine import apply
@@ -42,7 +42,7 @@ def store(tmp_path: Path) -> Iterator[Store]:
 
 def _start(store: Store, clock: FakeClock, **rules: object) -> runs.Run:
     params: dict[str, object] = {"max_silence": 2.0, **rules}
-    run, _ = runs.start(store, "Fix the flaky test", actor="alice", owner="alice",
+    run, _ = starting.start(store, "Fix the flaky test", actor="alice", owner="alice",
                         target="file:result.md", notify=NOTIFY, kind=Kind.LONG_RUNNING,
                         clock=clock, **params)  # type: ignore[arg-type]
     return run

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import FakeClock
-from waypost import runs, watchdog
+from waypost import runs, starting, watchdog
 from waypost.core import watching
 from waypost.core.history import verify_run
 from waypost.core.writes import Deferral, RunWrite
@@ -25,7 +25,7 @@ from waypost.store import Store, open_store
 
 def _start(store: Store, clock: FakeClock, **rules: object) -> runs.Run:
     params: dict[str, object] = {"max_silence": 60.0, **rules}
-    run, _ = runs.start(store, "t", actor="alice", owner="alice", target="file:result.md",
+    run, _ = starting.start(store, "t", actor="alice", owner="alice", target="file:result.md",
                         notify="file:notices.jsonl", kind=Kind.LONG_RUNNING, clock=clock,
                         **params)  # type: ignore[arg-type]
     worker = runs.Run(store, run.id, actor="w1", clock=clock)

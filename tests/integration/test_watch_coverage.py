@@ -18,7 +18,7 @@ import pytest
 from tests.helpers import Cli, FakeClock, Spawn, waypost_processes
 from waypost.core.observed import UNWATCHED, observe
 from waypost.model import Kind, Packet, State, Watcher
-from waypost.runs import start
+from waypost.starting import start
 from waypost.store import open_store
 
 

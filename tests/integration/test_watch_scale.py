@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import FakeClock
-from waypost import runs, watchdog
+from waypost import starting, watchdog
 from waypost.core.writes import Due
 from waypost.durations import new_run_id
 from waypost.model import Kind, State
@@ -26,7 +26,7 @@ def _fill(path: Path, clock: FakeClock) -> None:
     """One real run as a template, 1,000 due copies of it, and 199,000 runs that are not
     due (their next check is later, or never), inserted in bulk."""
     with open_store(str(path)) as store:
-        template, _ = runs.start(store, "due", actor="alice", owner="alice", target="none:",
+        template, _ = starting.start(store, "due", actor="alice", owner="alice", target="none:",
                                  kind=Kind.LONG_RUNNING, max_silence=60, clock=clock)
     db = sqlite3.connect(path, isolation_level=None)
     db.execute("BEGIN")

@@ -49,7 +49,7 @@ from waypost.model import (
     StopRules,
     Verdict,
 )
-from waypost.runs import classify
+from waypost.starting import classify
 from waypost.substance import substance_problem
 
 AT = datetime(2026, 1, 1, tzinfo=UTC)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from waypost import model, runs
+from waypost import model, starting
 from waypost.cli.context import Ctx, duration, epoch_option, verb
 from waypost.display import one_line
 from waypost.durations import parse_deadline, utcnow
@@ -78,10 +78,10 @@ def start(ctx: Ctx, title: str, owner: str | None, target: str | None, notify: s
     review = duration(review_within, "--review-within", positive=True)
     if deadline is not None:  # checked now; passed as typed (the idempotency fingerprint)
         parse_deadline(deadline, utcnow())
-    run, created = runs.start(
+    run, created = starting.start(
         ctx.store, title, actor=ctx.actor, owner=owner, target=target, notify=notify,
         kind=model.Kind(kind) if kind else None, deadline=deadline,
-        gates=[runs.parse_gate(g) for g in gates],
+        gates=[starting.parse_gate(g) for g in gates],
         worker=worker, idempotency_key=idempotency_key, config=ctx.config, expect=expected,
         heartbeat_interval=interval, max_silence=silence, review_within=review,
         session=session)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 
-from waypost import runs
+from waypost import starting
 from waypost.core import access
 from waypost.core.access import Caller, Operation
 from waypost.durations import parse_deadline, parse_duration, utcnow
@@ -115,7 +115,7 @@ def start(store: Store, caller: Caller, config: ServerConfig, body: shapes.Start
           idempotency_key: str | None) -> shapes.Started:
     access.check_operation(caller, Operation.START, owner=body.owner)
     check_uris(config, target=body.target, notify=body.notify)
-    gates = [runs.parse_gate(g) for g in body.gates]
+    gates = [starting.parse_gate(g) for g in body.gates]
     access.check_remote_gates([g.check for g in gates], outbound=config.outbound)
     numbers = {field: None if value is None else parse_duration(value, field, positive=True)
                for field, value in (("expect", body.expect),
@@ -124,7 +124,7 @@ def start(store: Store, caller: Caller, config: ServerConfig, body: shapes.Start
                                     ("review_within", body.review_within))}
     if body.deadline is not None:
         parse_deadline(body.deadline, utcnow(), "deadline")
-    run, created = runs.start(
+    run, created = starting.start(
         store, body.title, actor=caller.holder, owner=body.owner or caller.holder,
         target=body.target, notify=body.notify, kind=body.kind, deadline=body.deadline,
         gates=gates, worker=body.worker,

@@ -11,7 +11,7 @@ from mcp.server import MCPServer
 from mcp.types import CallToolResult
 from pydantic import Field
 
-from waypost import model, runs
+from waypost import model, starting
 from waypost.core import access
 from waypost.core.access import Operation
 from waypost.core.targets import FORMS
@@ -108,10 +108,10 @@ def _start(session: Session) -> Any:
             session.permit(owner=owner or session.actor)
             remote_uris(session, target=target, notify=notify, gates=gates)
             with session.store(create=True) as store:
-                run, created = runs.start(
+                run, created = starting.start(
                     store, title, actor=session.actor, owner=owner, target=target,
                     notify=notify, kind=model.Kind(kind) if kind else None,
-                    deadline=deadline, gates=[runs.parse_gate(g) for g in gates],
+                    deadline=deadline, gates=[starting.parse_gate(g) for g in gates],
                     worker=session.actor, idempotency_key=idempotency_key,
                     config=session.config, expect=durations["expect"],
                     heartbeat_interval=durations["heartbeat_interval"],
