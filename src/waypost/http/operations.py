@@ -45,24 +45,21 @@ def list_runs(store: Store, caller: Caller, *, states: Sequence[str] = (),
               owner: str | None = None, cursor: str | None = None,
               limit: int = 100) -> shapes.RunPage:
     """Runs newest first (by id, which is the start order, so a page never repeats or skips
-    a run that changed meanwhile); `cursor` is the last id of the page before. Without a
-    filter only the page's packets are read; with one, the store filters."""
+    a run that changed meanwhile); `cursor` is the last id of the page before. A page reads
+    its own rows (`Store.runs_page`), however many runs are stored."""
     from waypost.model import parse_states
 
     access.check_operation(caller, Operation.LIST)
     wanted = parse_states(states) or None
-    if caller.run_id is not None:
-        ids = [caller.run_id]
-    elif wanted is None and owner is None:
-        ids = sorted(store.run_ids(), reverse=True)
+    if caller.run_id is not None:  # a run's token lists that run alone
+        packets = [p for p in _readable(store, [caller.run_id])
+                   if (wanted is None or p.state in wanted) and owner in (None, p.owner)
+                   and (cursor is None or p.id < cursor)]
     else:
-        ids = sorted((p.id for p in store.list_runs(states=wanted, owner=owner)), reverse=True)
-    ids = [i for i in ids if cursor is None or i < cursor][: limit + 1]
-    page, more = ids[:limit], len(ids) > limit
-    packets = [p for p in _readable(store, page)
-               if (wanted is None or p.state in wanted) and owner in (None, p.owner)]
-    return shapes.RunPage(runs=observe_runs(store, packets, utcnow()),
-                          next_cursor=page[-1] if more and page else None)
+        packets = store.runs_page(before=cursor, limit=limit + 1, states=wanted, owner=owner)
+    page, more = packets[:limit], len(packets) > limit
+    return shapes.RunPage(runs=observe_runs(store, page, utcnow()),
+                          next_cursor=page[-1].id if more and page else None)
 
 
 def _readable(store: Store, ids: Sequence[str]) -> list[Packet]:

@@ -154,6 +154,14 @@ class Store(ABC):
         `skipped`, when given."""
 
     @abstractmethod
+    def runs_page(self, *, before: str | None, limit: int,
+                  states: Collection[State] | None = None, owner: str | None = None,
+                  skipped: list[Skipped] | None = None) -> list[Packet]:
+        """One page of runs newest first by id (the order they started in), those with an
+        id below `before` (None: from the newest): a page costs its own rows, however many
+        runs are stored, and never repeats or skips a run that changed meanwhile."""
+
+    @abstractmethod
     def change_cursor(self) -> int:
         """Where the change feed stands now: every write committed before this call lies
         below it (`changes_since` of it returns only what commits later)."""

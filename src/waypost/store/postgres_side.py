@@ -14,13 +14,13 @@ from typing import Any, LiteralString
 import psycopg
 
 from waypost.errors import NotFound
-from waypost.model import Delivery, Grant, Packet, RelayInfo, Watcher, json_decoder
+from waypost.model import Delivery, Grant, Packet, RelayInfo, State, Watcher, json_decoder
 from waypost.store import postgres_api as api_sql
 from waypost.store import postgres_outbox as outbox_sql
 from waypost.store import postgres_watch as watch_sql
 from waypost.store.base import Store
 from waypost.store.limits import stop_turn_setting
-from waypost.store.rows import readable_packets
+from waypost.store.rows import Skipped, readable_packets
 
 
 class PostgresSide(Store):
@@ -74,7 +74,19 @@ class PostgresSide(Store):
                             (marker, turn))
         return blocks
 
-    # --- the change feed and bearer tokens ----------------------------------------
+    # --- pages of runs, the change feed and bearer tokens ------------------------------
+
+    def runs_page(self, *, before: str | None, limit: int,
+                  states: Collection[State] | None = None, owner: str | None = None,
+                  skipped: list[Skipped] | None = None) -> list[Packet]:
+        rows = self._rows(
+            "read a page of runs",
+            "SELECT id, coalesce(packet_text, packet::text) FROM runs"
+            " WHERE (%s::text IS NULL OR id < %s) AND (%s::text[] IS NULL OR state = ANY(%s))"
+            " AND (%s::text IS NULL OR owner = %s) ORDER BY id DESC LIMIT %s",
+            (before, before, *([[s.value for s in states]] * 2 if states else [None, None]),
+             owner, owner, limit))
+        return readable_packets(json_decoder(Packet), rows, skipped)
 
     def change_cursor(self) -> int:
         return int(self._rows("read the change cursor", api_sql.HORIZON)[0][0])

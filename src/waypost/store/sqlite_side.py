@@ -13,9 +13,9 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from waypost.errors import NotFound
-from waypost.model import Delivery, Grant, Packet, RelayInfo, Watcher, json_decoder
+from waypost.model import Delivery, Grant, Packet, RelayInfo, State, Watcher, json_decoder
 from waypost.store.base import Store
-from waypost.store.rows import readable_packets
+from waypost.store.rows import Skipped, readable_packets
 
 if TYPE_CHECKING:  # made where they are used: a heartbeat makes none
     from waypost.store.records import AlwaysHeld
@@ -43,7 +43,24 @@ class SqliteSide(Store):
                           (session_id, run_id)).rowcount != 1:
                 raise NotFound(f"no run {run_id}", hint="list runs with: waypost ls")
 
-    # --- the change feed and bearer tokens ---------------------------------------------
+    # --- pages of runs, the change feed and bearer tokens ------------------------------
+
+    def runs_page(self, *, before: str | None, limit: int,
+                  states: Collection[State] | None = None, owner: str | None = None,
+                  skipped: list[Skipped] | None = None) -> list[Packet]:
+        sql, args = "SELECT id, CAST(packet AS BLOB) FROM runs WHERE 1", list[object]()
+        if before is not None:
+            sql += " AND id < ?"
+            args.append(before)
+        if states:
+            sql += f" AND state IN ({', '.join('?' * len(states))})"
+            args.extend(s.value for s in states)
+        if owner is not None:
+            sql += " AND owner = ?"
+            args.append(owner)
+        with self._reading("read a page of runs") as db:
+            rows = db.execute(sql + " ORDER BY id DESC LIMIT ?", (*args, limit)).fetchall()
+        return readable_packets(json_decoder(Packet), rows, skipped)
 
     def change_cursor(self) -> int:
         from waypost.store import sqlite_api
