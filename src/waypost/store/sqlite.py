@@ -19,6 +19,7 @@ from waypost.errors import (
     NotFound,
     StoreError,
     VersionConflict,
+    WaypostError,
 )
 from waypost.events import Event
 from waypost.model import (
@@ -43,6 +44,9 @@ _packet_decoder = json_decoder(Packet)
 # where a write lands in the change feed: one past the highest (the write lock makes the
 # positions' order the commits' order); the index runs_change serves the max
 NEXT_CHANGE = "(SELECT coalesce(max(change_pos), 0) + 1 FROM runs)"
+# a run's new version and packet, only if it is still at the version it was decided from
+GUARDED_UPDATE = ("UPDATE runs SET version = ?, state = ?, head_hash = ?, updated_at = ?,"
+                  f" packet = ?, change_pos = {NEXT_CHANGE} WHERE id = ? AND version = ?")
 
 
 class SqliteStore(SqliteSide):
@@ -159,16 +163,39 @@ class SqliteStore(SqliteSide):
         self.group.commit(write)
 
     def _commit_in(self, db: sqlite3.Connection, write: RunWrite) -> None:
-        """Commit one write inside the caller's transaction, under its version guard."""
-        row = db.execute("SELECT version, owner, next_check_at FROM runs WHERE id = ?",
-                         (write.run_id,)).fetchone()
+        """Commit one write inside the caller's transaction, under its version guard.
+
+        The guarded UPDATE is the guard: it changes the row only at the expected version,
+        and hands back the owner and next check it left alone (`_write_runs` says why they
+        are written apart), so a heartbeat runs two statements, not three."""
+        version, state, owner, head, updated, due, body = self._columns(write.packet,
+                                                                        write.events[-1])
+        run_id = write.run_id
+        rows = db.execute(f"{GUARDED_UPDATE} RETURNING owner, next_check_at",
+                          (version, state, head, updated, body, run_id,
+                           write.expected_version)).fetchall()  # to the end: it is done
+        if not rows:
+            raise self._refusal(db, write)
+        was_owner, was_due = rows[0]
+        if owner != was_owner:
+            db.execute("UPDATE runs SET owner = ? WHERE id = ?", (owner, run_id))
+        if check_moves(was_due, due, now=write.packet.updated_at.timestamp()):
+            db.execute("UPDATE runs SET next_check_at = ? WHERE id = ?", (due, run_id))
+        self._insert_events(db, write.events)
+        if write.outbox:
+            from waypost.store import sqlite_outbox  # here: a heartbeat queues nothing
+
+            sqlite_outbox.queue(db, write.outbox)
+
+    @staticmethod
+    def _refusal(db: sqlite3.Connection, write: RunWrite) -> WaypostError:
+        """Why a guarded UPDATE changed nothing: no such run, or another write came first."""
+        row = db.execute("SELECT version FROM runs WHERE id = ?", (write.run_id,)).fetchone()
         if row is None:
-            raise NotFound(f"no run {write.run_id}", hint="list runs with: waypost ls")
-        if row[0] != write.expected_version:
-            raise VersionConflict(
-                f"run {write.run_id} is at version {row[0]}, not {write.expected_version}: "
-                "another write came first", hint=f"read it again: waypost show {write.run_id}")
-        self._write_runs(db, [write], {write.run_id: row})
+            return NotFound(f"no run {write.run_id}", hint="list runs with: waypost ls")
+        return VersionConflict(
+            f"run {write.run_id} is at version {row[0]}, not {write.expected_version}: "
+            "another write came first", hint=f"read it again: waypost show {write.run_id}")
 
     def _write_runs(self, db: sqlite3.Connection, writes: Sequence[RunWrite],
                     stored: dict[str, tuple[int, str, float | None]]) -> None:
@@ -194,9 +221,7 @@ class SqliteStore(SqliteSide):
                 checks.append((due, w.run_id))
                 was_due = due
             stored[w.run_id] = (version, owner, was_due)
-        changed = db.executemany(
-            "UPDATE runs SET version = ?, state = ?, head_hash = ?, updated_at = ?, packet = ?,"
-            f" change_pos = {NEXT_CHANGE} WHERE id = ? AND version = ?", runs).rowcount
+        changed = db.executemany(GUARDED_UPDATE, runs).rowcount
         if changed != len(runs):
             raise StoreError(f"{len(runs)} guarded run writes changed {changed} rows")
         if owners:
