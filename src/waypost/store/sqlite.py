@@ -44,9 +44,13 @@ _packet_decoder = json_decoder(Packet)
 # where a write lands in the change feed: one past the highest (the write lock makes the
 # positions' order the commits' order); the index runs_change serves the max
 NEXT_CHANGE = "(SELECT coalesce(max(change_pos), 0) + 1 FROM runs)"
+INSERT_EVENT = ("INSERT INTO events (run_id, seq, type, at, actor, body)"
+                " VALUES (?, ?, ?, ?, ?, ?)")
 # a run's new version and packet, only if it is still at the version it was decided from
 GUARDED_UPDATE = ("UPDATE runs SET version = ?, state = ?, head_hash = ?, updated_at = ?,"
                   f" packet = ?, change_pos = {NEXT_CHANGE} WHERE id = ? AND version = ?")
+# ... handing back what it left alone: the owner and the next check
+GUARDED_UPDATE_RETURNING = f"{GUARDED_UPDATE} RETURNING owner, next_check_at"
 
 
 class SqliteStore(SqliteSide):
@@ -171,7 +175,7 @@ class SqliteStore(SqliteSide):
         version, state, owner, head, updated, due, body = self._columns(write.packet,
                                                                         write.events[-1])
         run_id = write.run_id
-        rows = db.execute(f"{GUARDED_UPDATE} RETURNING owner, next_check_at",
+        rows = db.execute(GUARDED_UPDATE_RETURNING,
                           (version, state, head, updated, body, run_id,
                            write.expected_version)).fetchall()  # to the end: it is done
         if not rows:
@@ -181,7 +185,12 @@ class SqliteStore(SqliteSide):
             db.execute("UPDATE runs SET owner = ? WHERE id = ?", (owner, run_id))
         if check_moves(was_due, due, now=write.packet.updated_at.timestamp()):
             db.execute("UPDATE runs SET next_check_at = ? WHERE id = ?", (due, run_id))
-        self._insert_events(db, write.events)
+        events = write.events
+        if len(events) == 1:  # most writes: one event, at the packet's time (written above)
+            at = updated if events[0].at is write.packet.updated_at else None
+            db.execute(INSERT_EVENT, self._event_row(events[0], at))
+        else:
+            self._insert_events(db, events)
         if write.outbox:
             from waypost.store import sqlite_outbox  # here: a heartbeat queues nothing
 
@@ -244,13 +253,15 @@ class SqliteStore(SqliteSide):
                 packet.updated_at.isoformat(), due.timestamp() if due else None,
                 to_json(packet).decode())
 
+    @classmethod
+    def _insert_events(cls, db: sqlite3.Connection, events: Sequence[Event]) -> None:
+        db.executemany(INSERT_EVENT, [cls._event_row(e) for e in events])
+
     @staticmethod
-    def _insert_events(db: sqlite3.Connection, events: Sequence[Event]) -> None:
-        db.executemany(
-            "INSERT INTO events (run_id, seq, type, at, actor, body) VALUES (?, ?, ?, ?, ?, ?)",
-            [(e.run_id, e.seq, e.type, e.at.isoformat(), e.actor, to_json(e).decode())
-             for e in events],
-        )
+    def _event_row(e: Event, at: str | None = None) -> tuple[str, int, str, str, str, str]:
+        """An event's row; `at`: its time as text, when the caller has made it already."""
+        return (e.run_id, e.seq, e.type, at or e.at.isoformat(), e.actor,
+                to_json(e).decode())
 
     # --- reads ------------------------------------------------------------------------
 
