@@ -90,7 +90,9 @@ class GroupCommit:
             with self._writing(f"write run {write.run_id}") as db:
                 self._commit_one(db, write)
         finally:
-            self._hand_on(1)
+            following = self._hand_on(1)
+            if following is not None:
+                following.wake.release()
 
     def _lead(self, me: _Slot) -> None:
         with self._mutex:
@@ -99,14 +101,17 @@ class GroupCommit:
         try:
             self._commit(group)
         finally:
+            following = self._hand_on(len(group))
             for slot in group:
                 slot.done = True
                 if slot is not me:
                     slot.wake.release()
-            self._hand_on(len(group))
+            if following is not None:
+                following.wake.release()
 
-    def _hand_on(self, committed: int) -> None:
-        """A group of `committed` writes is settled: the first write waiting leads next."""
+    def _hand_on(self, committed: int) -> _Slot | None:
+        """A group of `committed` writes is settled: the first write waiting is made the
+        next leader (returned, for its caller to wake), or nobody leads."""
         with self._mutex:
             following = self._waiting[0] if self._waiting else None
             if following is None:
@@ -115,8 +120,7 @@ class GroupCommit:
                 following.lead = True
             self.groups += 1
             self.writes += committed
-        if following is not None:
-            following.wake.release()
+        return following
 
     def _commit(self, group: list[_Slot]) -> None:
         if len(group) == 1:  # alone: no savepoint to pay for
