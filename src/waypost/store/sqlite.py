@@ -11,14 +11,11 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from waypost.core.due import next_check_at
 from waypost.core.writes import Deferral, Due, RunWrite, Snapshot, in_force
 from waypost.errors import (
     IdempotencyConflict,
     IntegrityError,
     NotFound,
-    StoreError,
-    VersionConflict,
 )
 from waypost.events import Event
 from waypost.model import (
@@ -26,9 +23,8 @@ from waypost.model import (
     Packet,
     State,
     json_decoder,
-    to_json,
 )
-from waypost.store.base import check_moves
+from waypost.store import sqlite_write
 from waypost.store.limits import MIN_WRITER, check_setting, stop_turn_setting
 from waypost.store.limits import busy_timeout as busy_timeout_setting
 from waypost.store.rows import DueRow, Skipped, decode_packet, due_page, readable_packets
@@ -40,10 +36,6 @@ if TYPE_CHECKING:  # made where they are used: a heartbeat makes none
     from waypost.store.sqlite_group import GroupCommit
 
 _packet_decoder = json_decoder(Packet)
-# where a write lands in the change feed: one past the highest (the write lock makes the
-# positions' order the commits' order); the index runs_change serves the max
-NEXT_CHANGE = "(SELECT coalesce(max(change_pos), 0) + 1 FROM runs)"
-
 
 class SqliteStore(SqliteSide):
     """One connection, guarded by a lock so threads may share the store (`StoreFile`).
@@ -93,11 +85,12 @@ class SqliteStore(SqliteSide):
             db.execute(
                 "INSERT INTO runs (id, version, state, owner, head_hash, updated_at,"
                 " next_check_at, packet, idempotency_key, fingerprint, created_at, session_id,"
-                f" change_pos) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, {NEXT_CHANGE})",
-                (packet.id, *self._columns(packet, event), key, fingerprint,
+                " change_pos) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
+                f" {sqlite_write.NEXT_CHANGE})",
+                (packet.id, *sqlite_write.columns(packet, event), key, fingerprint,
                  packet.created_at.isoformat(), session_id),
             )
-            self._insert_events(db, [event])
+            sqlite_write.insert_events(db, [event])
         return packet, True
 
     def session_run(self, session_id: str) -> str | None:
@@ -151,81 +144,12 @@ class SqliteStore(SqliteSide):
 
             with self._file.held("set up group commit"):
                 if self._group is None:
-                    self._group = GroupCommit(self._writing, self._commit_in)
+                    self._group = GroupCommit(self._writing, sqlite_write.commit_one)
         return self._group
 
     def commit_write(self, write: RunWrite) -> None:
         """Committed with the writes other threads hand in meanwhile (`GroupCommit`)."""
         self.group.commit(write)
-
-    def _commit_in(self, db: sqlite3.Connection, write: RunWrite) -> None:
-        """Commit one write inside the caller's transaction, under its version guard."""
-        row = db.execute("SELECT version, owner, next_check_at FROM runs WHERE id = ?",
-                         (write.run_id,)).fetchone()
-        if row is None:
-            raise NotFound(f"no run {write.run_id}", hint="list runs with: waypost ls")
-        if row[0] != write.expected_version:
-            raise VersionConflict(
-                f"run {write.run_id} is at version {row[0]}, not {write.expected_version}: "
-                "another write came first", hint=f"read it again: waypost show {write.run_id}")
-        self._write_runs(db, [write], {write.run_id: row})
-
-    def _write_runs(self, db: sqlite3.Connection, writes: Sequence[RunWrite],
-                    stored: dict[str, tuple[int, str, float | None]]) -> None:
-        """Write runs whose version guards were checked in this transaction, in order (a
-        run's writes may chain). `stored`: each run's version, owner and next check as read,
-        kept current as the writes go.
-
-        SQLite rewrites an index whenever its column is SET, even to the same value: owner
-        and next_check_at are written only when they must change (`check_moves`), so a
-        heartbeat moves one index entry, the board's (state, updated_at), and its place in
-        the change feed."""
-        if not writes:
-            return
-        runs, owners, checks = [], [], []
-        for w in writes:
-            version, state, owner, head, updated, due, body = self._columns(w.packet,
-                                                                            w.events[-1])
-            _, was_owner, was_due = stored[w.run_id]
-            runs.append((version, state, head, updated, body, w.run_id, w.expected_version))
-            if owner != was_owner:
-                owners.append((owner, w.run_id))
-            if check_moves(was_due, due, now=w.packet.updated_at.timestamp()):
-                checks.append((due, w.run_id))
-                was_due = due
-            stored[w.run_id] = (version, owner, was_due)
-        changed = db.executemany(
-            "UPDATE runs SET version = ?, state = ?, head_hash = ?, updated_at = ?, packet = ?,"
-            f" change_pos = {NEXT_CHANGE} WHERE id = ? AND version = ?", runs).rowcount
-        if changed != len(runs):
-            raise StoreError(f"{len(runs)} guarded run writes changed {changed} rows")
-        if owners:
-            db.executemany("UPDATE runs SET owner = ? WHERE id = ?", owners)
-        if checks:
-            db.executemany("UPDATE runs SET next_check_at = ? WHERE id = ?", checks)
-        self._insert_events(db, [e for w in writes for e in w.events])
-        items = [item for w in writes for item in w.outbox]
-        if items:
-            from waypost.store import sqlite_outbox  # here: a heartbeat queues nothing
-
-            sqlite_outbox.queue(db, items)
-
-    @staticmethod
-    def _columns(packet: Packet, last: Event) -> tuple[int, str, str, str, str, float | None,
-                                                       str]:
-        """(version, state, owner, head hash, updated at, next check, packet JSON)."""
-        due = next_check_at(packet)
-        return (packet.version, packet.state.value, packet.owner, last.hash,
-                packet.updated_at.isoformat(), due.timestamp() if due else None,
-                to_json(packet).decode())
-
-    @staticmethod
-    def _insert_events(db: sqlite3.Connection, events: Sequence[Event]) -> None:
-        db.executemany(
-            "INSERT INTO events (run_id, seq, type, at, actor, body) VALUES (?, ?, ?, ?, ?, ?)",
-            [(e.run_id, e.seq, e.type, e.at.isoformat(), e.actor, to_json(e).decode())
-             for e in events],
-        )
 
     # --- reads ------------------------------------------------------------------------
 
@@ -307,7 +231,7 @@ class SqliteStore(SqliteSide):
             sqlite_outbox.finish(db, key, relay, at=at, receipt=receipt, error=error,
                                  outcome_unknown=outcome_unknown)
             if write is not None:
-                self._commit_in(db, write)
+                sqlite_write.commit_one(db, write)
             return sqlite_outbox.get(db, key)
 
     # --- the watchdog (its registrations: `SqliteSide`) ---------------------------------
@@ -334,7 +258,8 @@ class SqliteStore(SqliteSide):
             applied = [w for w, a in zip(writes, applies, strict=True) if a]
             # each kind of statement once for the page, in page order: a run's writes chain,
             # and its deferral (always its last) expects the version they leave
-            self._write_runs(db, [w for w in applied if isinstance(w, RunWrite)], stored)
+            sqlite_write.write_runs(db, [w for w in applied if isinstance(w, RunWrite)],
+                                    stored)
             sqlite_watch.defer_checks(db, [w for w in applied if isinstance(w, Deferral)])
         return applies
 

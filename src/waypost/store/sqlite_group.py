@@ -59,11 +59,16 @@ class GroupCommit:
     def commit(self, write: RunWrite) -> None:
         """Commit `write` under its version guard; return once it is durable, or raise
         what refused it (its own refusal, or the group's failure)."""
-        slot = _Slot(write)
         with self._mutex:
-            self._waiting.append(slot)
-            if not self._leading:
-                self._leading = slot.lead = True
+            alone = not self._leading
+            if alone:  # nobody leads, so nobody waits: this write leads, and goes alone
+                self._leading = True
+            else:
+                slot = _Slot(write)
+                self._waiting.append(slot)
+        if alone:
+            self._alone(write)
+            return
         interrupted: BaseException | None = None
         while not slot.lead:
             try:
@@ -78,6 +83,17 @@ class GroupCommit:
         if slot.error is not None:
             raise slot.error
 
+    def _alone(self, write: RunWrite) -> None:
+        """Commit the write of a leader that found nobody waiting (no savepoint to pay
+        for), then hand the lead to the first write that arrived meanwhile."""
+        try:
+            with self._writing(f"write run {write.run_id}") as db:
+                self._commit_one(db, write)
+        finally:
+            following = self._hand_on(1)
+            if following is not None:
+                following.wake.release()
+
     def _lead(self, me: _Slot) -> None:
         with self._mutex:
             group = self._waiting[:MOST]
@@ -85,20 +101,26 @@ class GroupCommit:
         try:
             self._commit(group)
         finally:
-            with self._mutex:
-                following = self._waiting[0] if self._waiting else None
-                if following is None:
-                    self._leading = False
-                else:
-                    following.lead = True
-                self.groups += 1
-                self.writes += len(group)
+            following = self._hand_on(len(group))
             for slot in group:
                 slot.done = True
                 if slot is not me:
                     slot.wake.release()
             if following is not None:
                 following.wake.release()
+
+    def _hand_on(self, committed: int) -> _Slot | None:
+        """A group of `committed` writes is settled: the first write waiting is made the
+        next leader (returned, for its caller to wake), or nobody leads."""
+        with self._mutex:
+            following = self._waiting[0] if self._waiting else None
+            if following is None:
+                self._leading = False
+            else:
+                following.lead = True
+            self.groups += 1
+            self.writes += committed
+        return following
 
     def _commit(self, group: list[_Slot]) -> None:
         if len(group) == 1:  # alone: no savepoint to pay for

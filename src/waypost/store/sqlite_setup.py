@@ -172,6 +172,67 @@ def integrity_diagnosis(db: sqlite3.Connection) -> Diagnosis:
                      "from a backup; `waypost verify` names the runs it can still read")
 
 
+class Transaction:
+    """A write transaction on a store's connection, under the store's lock: BEGIN IMMEDIATE
+    on entry, COMMIT on a clean exit, ROLLBACK on any other; with `what`, driver errors are
+    made the errors a user can act on, naming it (`driver_error`).
+
+    A class rather than a generator: entering and leaving it is most of the Python a
+    heartbeat's commit runs around SQLite, and nested generator-based context managers cost
+    several times as much."""
+
+    __slots__ = ("_db", "_file", "_what")
+
+    def __init__(self, file: StoreFile, what: str | None) -> None:
+        self._file = file
+        self._what = what
+        self._db: sqlite3.Connection | None = None
+
+    def __enter__(self) -> sqlite3.Connection:
+        file = self._file
+        file.hold("write")
+        try:
+            if file.refusal is not None:
+                raise file.refusal
+            db = file.db if file.db is not None else file.open(create=True)
+            begin_immediate(db, file.busy_s)
+        except BaseException as exc:
+            file.let_go()
+            if self._what is None or not isinstance(exc, sqlite3.Error):
+                raise
+            raise file.error(exc, self._what) from exc
+        self._db = db
+        return db
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: object) -> None:
+        db, what = self._db, self._what
+        assert db is not None
+        try:
+            if exc is None:
+                try:
+                    db.execute("COMMIT")
+                    return
+                except BaseException as failed:
+                    self._roll_back(db)
+                    if what is None or not isinstance(failed, sqlite3.Error):
+                        raise
+                    raise self._file.error(failed, what) from failed
+            self._roll_back(db)
+            if what is not None and isinstance(exc, sqlite3.Error):
+                raise self._file.error(exc, what) from exc
+        finally:
+            self._file.let_go()
+
+    @staticmethod
+    def _roll_back(db: sqlite3.Connection) -> None:
+        # SQLite may have rolled back already (a full disk does): a failing ROLLBACK must
+        # not hide why
+        if db.in_transaction:
+            with suppress(sqlite3.Error):
+                db.execute("ROLLBACK")
+
+
 class StoreFile:
     """A store's file and its one connection, guarded by a lock so threads may share it:
     opened, created and migrated here, and every driver error made the error a user can
@@ -184,7 +245,7 @@ class StoreFile:
     def __init__(self, path: str, *, create: bool, busy_s: float) -> None:
         self.path = path
         self._lock = RLock()
-        self._busy_s = busy_s
+        self.busy_s = busy_s
         self.db: sqlite3.Connection | None = None
         self.refusal: Refused | None = None  # why writes are refused, when they are
         if existing_store(path):
@@ -195,7 +256,7 @@ class StoreFile:
     def open(self, *, create: bool) -> sqlite3.Connection:
         """Connect, and bring the schema up to date (or note why writes are refused)."""
         try:
-            db = connect(self.path, create=create, busy_s=self._busy_s)
+            db = connect(self.path, create=create, busy_s=self.busy_s)
         except (OSError, sqlite3.Error) as exc:
             raise unopenable(self.path, str(exc)) from exc
         self.db = db
@@ -210,7 +271,7 @@ class StoreFile:
         except sqlite3.Error as exc:
             self.db = None
             db.close()
-            raise self._error(exc, "open it") from exc
+            raise self.error(exc, "open it") from exc
         except BaseException:
             self.db = None
             db.close()
@@ -248,53 +309,40 @@ class StoreFile:
                            hint=f"create it with: waypost init --store {self.path}")
         return self.db
 
-    def _error(self, exc: sqlite3.Error, what: str) -> WaypostError:
-        return driver_error(exc, self.path, what, self._busy_s)
+    def error(self, exc: sqlite3.Error, what: str) -> WaypostError:
+        return driver_error(exc, self.path, what, self.busy_s)
 
-    @contextmanager
-    def held(self, what: str) -> Iterator[None]:
-        """The store's lock. Another thread of this process may hold it through its own
-        wait for the file's lock: it is waited for as long as that (a second at least),
+    def hold(self, what: str) -> None:
+        """Take the store's lock. Another thread of this process may hold it through its
+        own wait for the file's lock: it is waited for as long as that (a second at least),
         then StoreBusy."""
-        if not self._lock.acquire(timeout=max(self._busy_s, 1.0)):
+        if not self._lock.acquire(timeout=max(self.busy_s, 1.0)):
             raise StoreBusy(f"store busy, try again: other threads of this process kept the "
                             f"store at {self.path} busy, so this one could not {what}; "
                             "nothing was written",
                             hint=f"try again; to wait longer, set {BUSY_TIMEOUT_ENV}")
+
+    def let_go(self) -> None:
+        self._lock.release()
+
+    @contextmanager
+    def held(self, what: str) -> Iterator[None]:
+        """The store's lock (`hold`), for as long as the block runs."""
+        self.hold(what)
         try:
             yield
         finally:
             self._lock.release()
 
-    @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
+    def _write(self) -> Transaction:
         """One short BEGIN IMMEDIATE transaction, the first of a new store creating it; a
         busy store is waited for (`begin_immediate`), then it is StoreBusy."""
-        with self.held("write"):
-            if self.refusal is not None:
-                raise self.refusal
-            db = self.db if self.db is not None else self.open(create=True)
-            begin_immediate(db, self._busy_s)
-            try:
-                yield db
-                db.execute("COMMIT")
-            except BaseException:
-                # SQLite may have rolled back already (a full disk does): a failing ROLLBACK
-                # must not hide why
-                if db.in_transaction:
-                    with suppress(sqlite3.Error):
-                        db.execute("ROLLBACK")
-                raise
+        return Transaction(self, None)
 
-    @contextmanager
-    def writing(self, what: str) -> Iterator[sqlite3.Connection]:
+    def writing(self, what: str) -> Transaction:
         """`_write`, with driver errors made the errors a user can act on, naming what
         was attempted."""
-        try:
-            with self._write() as db:
-                yield db
-        except sqlite3.Error as exc:
-            raise self._error(exc, what) from exc
+        return Transaction(self, what)
 
     @contextmanager
     def reading(self, what: str) -> Iterator[sqlite3.Connection]:
@@ -304,7 +352,7 @@ class StoreFile:
             try:
                 yield db
             except sqlite3.Error as exc:
-                raise self._error(exc, what) from exc
+                raise self.error(exc, what) from exc
 
     def create(self) -> None:
         """Create the store now if it does not exist yet."""
