@@ -24,7 +24,6 @@ from waypost.model import (
     State,
     json_decoder,
 )
-from waypost.store import sqlite_write
 from waypost.store.limits import MIN_WRITER, check_setting, stop_turn_setting
 from waypost.store.limits import busy_timeout as busy_timeout_setting
 from waypost.store.rows import DueRow, Skipped, decode_packet, due_page, readable_packets
@@ -75,6 +74,8 @@ class SqliteStore(SqliteSide):
 
     def create(self, event: Event, packet: Packet, *, fingerprint: str,
                session_id: str | None = None) -> tuple[Packet, bool]:
+        from waypost.store import sqlite_write  # here: reads never load the write path
+
         key = packet.idempotency_key
         with self._writing(f"create run {packet.id}") as db:
             if key is not None:
@@ -140,6 +141,7 @@ class SqliteStore(SqliteSide):
     def group(self) -> GroupCommit:
         """Where writes of this process's threads are committed together."""
         if self._group is None:
+            from waypost.store import sqlite_write
             from waypost.store.sqlite_group import GroupCommit
 
             with self._file.held("set up group commit"):
@@ -226,7 +228,7 @@ class SqliteStore(SqliteSide):
                         receipt: str | None = None, error: str | None = None,
                         write: RunWrite | None = None,
                         outcome_unknown: bool = False) -> Delivery:
-        from waypost.store import sqlite_outbox
+        from waypost.store import sqlite_outbox, sqlite_write
         with self._writing(f"finish delivery {key}") as db:
             sqlite_outbox.finish(db, key, relay, at=at, receipt=receipt, error=error,
                                  outcome_unknown=outcome_unknown)
@@ -248,7 +250,7 @@ class SqliteStore(SqliteSide):
         return due_page(fetch, _packet_decoder, after=after, limit=limit, skipped=skipped)
 
     def commit_writes(self, writes: Sequence[RunWrite | Deferral]) -> list[bool]:
-        from waypost.store import sqlite_watch
+        from waypost.store import sqlite_watch, sqlite_write
         if not writes:
             return []
         with self._writing(f"commit {len(writes)} writes") as db:
