@@ -314,7 +314,7 @@ def test_file_path_forms(tmp_path: Path) -> None:
 
 def test_an_unknown_scheme_stored_by_an_older_release_fails_for_good(
         db: Store, clock: FakeClock, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(runs, "_check_targets", lambda *args, **kwargs: None)
+    monkeypatch.setattr(starting, "check_targets", lambda *args, **kwargs: None)
     run_id = approved_run(db, clock, target="ftp://files.example/x")
     relay(db, clock).drain()
     blocker = db.get(run_id).open_blockers[0]

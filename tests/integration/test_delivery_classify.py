@@ -182,7 +182,7 @@ def test_a_file_where_a_folder_should_be_blocks_at_once(
 
 def test_a_target_stored_by_an_older_release_is_decided_again_at_delivery(
         db: Store, clock: FakeClock, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(runs, "_check_targets", lambda *args, **kwargs: None)
+    monkeypatch.setattr(starting, "check_targets", lambda *args, **kwargs: None)
     run_id = approved_run(db, clock, target="file:../escaped.md")
     assert one_pass(db, clock) is DeliveryStatus.FAILED
     assert ".. may lead out" in blocked_for(db, run_id)
