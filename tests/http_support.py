@@ -20,9 +20,10 @@ import httpx
 import uvicorn
 
 from waypost import tokens
-from waypost.http.app import create_app, listening_socket
+from waypost.http.app import create_app
 from waypost.http.settings import ServerConfig
 from waypost.store import open_store
+from waypost.system.sockets import listening_socket
 
 START_WAIT = 20.0  # seconds a server may take to listen
 

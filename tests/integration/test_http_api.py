@@ -347,7 +347,7 @@ def test_the_servers_connections_send_small_answers_at_once() -> None:
     import asyncio
     import socket
 
-    from waypost.http.app import listening_socket
+    from waypost.system.sockets import listening_socket
 
     async def nodelay_of_a_connection() -> int:
         found: list[int] = []

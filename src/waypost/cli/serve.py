@@ -37,8 +37,9 @@ def serve(ctx: Ctx, host: str, port: int, allow_exec: bool, open_board: bool,
     try:
         import uvicorn
 
-        from waypost.http.app import create_app, listening_socket
+        from waypost.http.app import create_app
         from waypost.http.settings import ServerConfig
+        from waypost.system.sockets import listening_socket
     except ImportError as exc:
         raise InvalidInput(f"waypost serve needs the server extra, which is not installed "
                            f"({exc})", hint="pip install 'waypost[server]'") from exc

@@ -19,6 +19,7 @@ from typing import Any
 from waypost.errors import InvalidInput, Unauthenticated, WaypostError
 from waypost.mcp.server import GRANT_KEY, build
 from waypost.mcp.session import Session
+from waypost.system.sockets import listening_socket
 from waypost.tokens import MAX_SECRET, authenticate
 
 Scope = MutableMapping[str, Any]
@@ -106,18 +107,13 @@ def serve(session: Session, address: str, *, origins: tuple[str, ...] = ()) -> N
     import uvicorn
 
     host, port = parse_address(address)
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    listener = socket.socket(family, socket.SOCK_STREAM)
-    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
-        listener.bind((host, port))
-        listener.listen(128)  # before the URL is printed: a client may connect at once
+        listener = listening_socket(host, port)  # listening before the URL is printed
     except OSError as exc:
-        listener.close()
         raise InvalidInput(f"cannot listen on {host}:{port}: {exc.strerror or exc}",
                            hint="choose another port, e.g. --http 127.0.0.1:0") from exc
     port = listener.getsockname()[1]
-    shown = f"[{host}]" if family == socket.AF_INET6 else host
+    shown = f"[{host}]" if listener.family == socket.AF_INET6 else host
     served = app(session, host=shown, port=port, origins=origins)
     print(f"waypost mcp: serving http://{shown}:{port}{PATH}", file=sys.stderr, flush=True)
     import logging
