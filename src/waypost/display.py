@@ -23,11 +23,17 @@ from __future__ import annotations
 import re
 
 FIELD_LIMIT = 4096  # characters of one field a human view shows
-_CONTROLS = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e"
-                       "\u2066-\u2069\ufeff]")
-_MD_ANYWHERE = re.compile(r"([\\`*_\[\]<>|!&~#@])")
-_MD_LINE_START = re.compile(r"^([-+=]|\d+(?=[.)]))")
-_AUTOLINK = re.compile(r"(?i)(?<=[a-z])(:)(?=//)|(?<=\bwww)(\.)")
+# The control characters (but the newline) and the invisible marks that reorder or hide
+# text, each shown as its escape: a translation table, built with no regular expression to
+# compile, since every hot verb prints through `printable`.
+_CONTROL_CODES = (*range(0x00, 0x0A), *range(0x0B, 0x20), *range(0x7F, 0xA0), 0x061C, 0x200E,
+                  0x200F, *range(0x2028, 0x202F), *range(0x2066, 0x206A), 0xFEFF)
+_ESCAPED = {code: f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+            for code in _CONTROL_CODES}
+# Markdown's patterns are compiled on first use (by `re`'s own cache): only renderers use them.
+_MD_ANYWHERE = r"([\\`*_\[\]<>|!&~#@])"
+_MD_LINE_START = r"^([-+=]|\d+(?=[.)]))"
+_AUTOLINK = r"(?i)(?<=[a-z])(:)(?=//)|(?<=\bwww)(\.)"
 
 
 def capped(text: str, limit: int | None = FIELD_LIMIT) -> str:
@@ -38,14 +44,9 @@ def capped(text: str, limit: int | None = FIELD_LIMIT) -> str:
     return f"{text[:limit]}… ({rest} more bytes)"
 
 
-def _escape(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
-
-
 def printable(text: str, *, limit: int | None = FIELD_LIMIT) -> str:
     """`text` with every control character but the newline shown as escaped text."""
-    return _CONTROLS.sub(_escape, capped(text, limit).replace("\r\n", "\n"))
+    return capped(text, limit).replace("\r\n", "\n").translate(_ESCAPED)
 
 
 def one_line(text: str, *, limit: int | None = FIELD_LIMIT) -> str:
@@ -72,9 +73,9 @@ def md_block(text: str, *, limit: int | None = FIELD_LIMIT) -> str:
 
 
 def _md_line(line: str) -> str:
-    line = _MD_ANYWHERE.sub(r"\\\1", line)
-    line = _AUTOLINK.sub(lambda m: "\\" + m.group(), line)
-    return _MD_LINE_START.sub(lambda m: _escape_start(m.group()), line, count=1)
+    line = re.sub(_MD_ANYWHERE, r"\\\1", line)
+    line = re.sub(_AUTOLINK, lambda m: "\\" + m.group(), line)
+    return re.sub(_MD_LINE_START, lambda m: _escape_start(m.group()), line, count=1)
 
 
 def _escape_start(start: str) -> str:
