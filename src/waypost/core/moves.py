@@ -5,7 +5,6 @@ Pure data and one lookup; `machine.apply` and the authority rules read it.
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Mapping
 from typing import Final
 
@@ -29,10 +28,11 @@ from waypost.events import (
     Retargeted,
     Reviewed,
 )
-from waypost.model import Packet, State
+from waypost.model import Packet, QuickStrEnum, State, quick
 
 
-class Move(enum.StrEnum):
+@quick
+class Move(QuickStrEnum):
     CLAIM = "claim"  # take or take over the worker's lease
     HEARTBEAT = "heartbeat"  # the worker says it is alive
     BLOCK = "block"  # open a blocker
