@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 from waypost.errors import InvalidInput
 
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
-_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w)")
+_PART = r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w)"  # compiled on first use (re's cache): few commands parse
 _CROCKFORD = "0123456789abcdefghjkmnpqrstvwxyz"
 
 Clock = Callable[[], datetime]  # what every loop and use case takes as `clock=` (tests inject one)
@@ -26,7 +26,7 @@ def parse_duration(text: str, flag: str = "duration", *, positive: bool = False)
     try:
         seconds = float(value)
     except ValueError:
-        parts = _PART.findall(value)
+        parts = re.findall(_PART, value)
         if not parts or "".join(n + u for n, u in parts) != value:
             raise InvalidInput(
                 f"{flag}: bad duration {text!r}", hint="write e.g. 90s, 5m, 2h, 1h30m or 7d"
