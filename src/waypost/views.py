@@ -6,12 +6,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from waypost.core import observed
 from waypost.durations import format_duration, utcnow
-from waypost.events import Approved, Claimed, EventData, Retargeted, Reviewed
 from waypost.model import Evidence, Packet
 from waypost.store.base import Store
+
+if TYPE_CHECKING:
+    from waypost.events import EventData, Retargeted
 
 
 def observe_runs(store: Store, packets: Sequence[Packet], now: datetime) -> list[Packet]:
@@ -31,6 +34,8 @@ def observe_run(store: Store, packet: Packet, now: datetime | None = None) -> Pa
 
 def event_gist(data: EventData) -> str:
     """What an event said, in a few words (raw: each view escapes it its own way)."""
+    from waypost.events import Approved, Claimed, Retargeted, Reviewed  # `show` reads none
+
     if isinstance(data, Reviewed):
         return f"{data.review_id}: " + gates_by_verdict(data.evidence)
     if isinstance(data, Approved):

@@ -64,10 +64,14 @@ class Ctx:
             epoch = int(os.environ["WAYPOST_EPOCH"])
         return Run(self.store, run_id, actor=self.actor, epoch=epoch)
 
-    def emit(self, document: Any, text: str) -> None:
-        """The JSON document, exact; or the text, with no control character but the
-        newline left in it (stored text is anyone's: it may not steer the terminal)."""
-        echo(to_json(document).decode() if self.json else _shown(text))
+    def emit(self, document: Any, text: str | Callable[[], str]) -> None:
+        """The JSON document, exact; or the text (made only then, when given as a
+        function), with no control character but the newline left in it (stored text is
+        anyone's: it may not steer the terminal)."""
+        if self.json:
+            echo(to_json(document).decode())
+        else:
+            echo(_shown(text if isinstance(text, str) else text()))
 
     def close(self) -> None:
         if self._store is not None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 from waypost import model
@@ -35,7 +36,6 @@ def block(ctx: Ctx, run_id: str, kind: str, detail: str, epoch: int | None) -> N
 
 def show(ctx: Ctx, run_id: str, as_md: bool, public: bool, as_a2a: bool) -> None:
     """The packet: state, liveness, watch, blockers, artifacts, evidence."""
-    from waypost.cli import render
     from waypost.views import observe_runs  # here: heartbeat and block never read it
 
     now = utcnow()
@@ -50,9 +50,17 @@ def show(ctx: Ctx, run_id: str, as_md: bool, public: bool, as_a2a: bool) -> None
         echo(model.to_json(task(packet)).decode())
         return
     if as_md and not ctx.json:
+        from waypost.cli import render
+
         echo(render.show_markdown(packet, now), nl=False)
         return
-    ctx.emit(packet, render.show_text(packet, now))
+    ctx.emit(packet, lambda: _show_text(packet, now))
+
+
+def _show_text(packet: model.Packet, now: datetime) -> str:
+    from waypost.cli import render  # here: `show --json` never renders
+
+    return render.show_text(packet, now)
 
 
 def ls_(ctx: Ctx, states: Sequence[str], owner: str | None, show_all: bool, limit: int) -> None:

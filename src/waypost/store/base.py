@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Self, TypeVar
 
 from waypost.core.writes import Deferral, Due, RunWrite, Snapshot
 from waypost.errors import InvalidInput, StaleLease, StoreError, VersionConflict
-from waypost.events import Event
 from waypost.model import (
     TERMINAL,
     Delivery,
@@ -24,6 +23,7 @@ from waypost.model import (
 from waypost.store.rows import Skipped
 
 if TYPE_CHECKING:  # records load where they are made: a heartbeat makes none
+    from waypost.events import Event  # events load where they are built or read: `show` reads none
     from waypost.store.records import Diagnosis, Pruned, SchemaState, SweeperLock
 
 _Moment = TypeVar("_Moment", float, datetime)  # unix time (SQLite) or datetime (PostgreSQL)

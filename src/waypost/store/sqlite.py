@@ -17,7 +17,6 @@ from waypost.errors import (
     IntegrityError,
     NotFound,
 )
-from waypost.events import Event
 from waypost.model import (
     Delivery,
     Packet,
@@ -31,6 +30,7 @@ from waypost.store.sqlite_setup import SCHEMA_VERSION, StoreFile, integrity_diag
 from waypost.store.sqlite_side import SqliteSide
 
 if TYPE_CHECKING:  # made where they are used: a heartbeat makes none
+    from waypost.events import Event
     from waypost.store.records import Diagnosis, SchemaState
     from waypost.store.sqlite_group import GroupCommit
 
@@ -171,7 +171,9 @@ class SqliteStore(SqliteSide):
                               " ORDER BY seq", (run_id,)).fetchall()
         if not rows:
             raise NotFound(f"no run {run_id}", hint="list runs with: waypost ls")
-        events, decoder = [], json_decoder(Event)  # built on first use: no hot verb reads events
+        from waypost.events import Event  # here: no hot verb reads events
+
+        events, decoder = [], json_decoder(Event)  # built on first use
         for seq, body in rows:
             try:
                 events.append(decoder.decode(body))
