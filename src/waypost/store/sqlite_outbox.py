@@ -11,7 +11,6 @@ from collections.abc import Collection, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from waypost.core.outbox import settle_final
 from waypost.errors import NotFound
 from waypost.model import Delivery, DeliveryStatus, OutboxItem, Purpose, RelayInfo
 from waypost.store.base import lost_lease
@@ -75,6 +74,8 @@ def _queue_final(db: sqlite3.Connection, item: OutboxItem) -> None:
                    (item.key, item.run_id, item.purpose.value, item.topic, item.target,
                     item.event_seq, at.isoformat(), at.timestamp(), at.timestamp()))
         return
+    from waypost.core.outbox import settle_final  # here: reading deliveries (`show`) needs none
+
     changed = settle_final(from_row(row), item)
     if changed is not None:
         db.execute(
