@@ -35,7 +35,8 @@ def create_app(config: ServerConfig, *, store: Store | None = None) -> Litestar:
         if store is not None:  # the caller's, and already in the state
             yield
             return
-        app.state.store = opened = open_store(config.store_url)
+        app.state.store = opened = open_store(config.store_url,
+                                              group_commit=config.project.group_commit)
         try:
             yield
         finally:
