@@ -270,3 +270,39 @@ def _beat_at(store: SqliteStore, run_id: str, *, version: int) -> RunWrite:
     write = _beat(store, run_id, "late")
     return RunWrite(run_id=run_id, expected_version=version, events=write.events,
                     packet=write.packet)
+
+
+def test_the_server_runs_as_many_store_calls_at_once_as_it_has_threads(
+        tmp_path: Path) -> None:
+    # asyncio's own pool (CPUs + 4 threads) would leave most requests waiting for a thread
+    # while a group commits, and so out of the next group
+    config = ServerConfig(store_url=str(tmp_path / "s.db"), threads=24)
+    with serving_app(config) as (app, url):
+        store = app.state.store
+        assert isinstance(store, SqliteStore)
+        made = _claimed(store, 20)
+        secrets = [tokens.issue(store, holder=f"w{i}", role="worker", run_id=run.id,
+                                ttl=None, by="test")[0] for i, run in enumerate(made)]
+        answers: list[int] = []
+
+        def beat(i: int) -> None:
+            answer = Api(url, secrets[i]).post(f"/api/runs/{made[i].id}/heartbeat",
+                                               {"epoch": 1})
+            answers.append(answer.status_code)
+
+        clients = [threading.Thread(target=beat, args=(i,)) for i in range(20)]
+        with store._file.held("hold the store for the test"):
+            for client in clients:
+                client.start()
+            deadline = time.monotonic() + 20
+            while _request_threads() < 20:  # each request waits in a thread of its own
+                assert time.monotonic() < deadline, "the requests never all waited at once"
+                time.sleep(0.01)
+        for client in clients:
+            client.join(60)
+        assert answers == [200] * 20
+        assert _request_threads() <= 24
+
+
+def _request_threads() -> int:
+    return sum(t.name.startswith("waypost-request") for t in threading.enumerate())

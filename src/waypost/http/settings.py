@@ -9,6 +9,7 @@ from waypost.config import Config
 
 DEFAULT_PORT = 8470
 MAX_JSON_BODY = 1024 * 1024  # a command's JSON body; artifacts stream under their own limit
+THREADS = 64
 
 
 class ServerConfig(msgspec.Struct, frozen=True, kw_only=True):
@@ -24,4 +25,8 @@ class ServerConfig(msgspec.Struct, frozen=True, kw_only=True):
     # (loopback and private ranges too, but only when listed).
     outbound: tuple[str, ...] = ()
     max_json_body: int = MAX_JSON_BODY
+    # Threads running the requests' store calls at once. Writes that wait while a group is
+    # being made durable commit together in the next one, so this bounds a group's size:
+    # asyncio's default (CPUs + 4) would leave most of 50 clients waiting for a thread.
+    threads: int = THREADS
     project: Config = msgspec.field(default_factory=Config)  # waypost.toml, read at start
