@@ -104,7 +104,8 @@ def _grouped_heartbeats(store: SqliteStore, made: list[Run]) -> tuple[int, int]:
 
     _held_while(store, len(made) - 1, [beat(r) for r in made])
     assert errors == []
-    assert all(e.data.note == "grouped" for r in made for e in store.events(r.id)[-1:])
+    last = [store.events(r.id)[-1].data for r in made]
+    assert all(isinstance(d, Heartbeat) and d.note == "grouped" for d in last)
     return store.group.groups - before[0], store.group.writes - before[1]
 
 
