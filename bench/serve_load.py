@@ -9,9 +9,10 @@ bench's process heartbeats a run of its own through the library (`Run.heartbeat`
 loop, on the same store). The figure is the aggregate rate of acknowledged (200)
 heartbeats; every other answer is an error.
 
-Memory: each server's resident set (VmRSS, and its peak, VmHWM) once every round has been
-served; then `waypost watch --interval 1ms` sweeps the same store 1,000 times, its RSS
-read after every 100th sweep: flat means the 1,000th within 5% of the 100th.
+Memory: each server's resident set (VmRSS, and its peak, VmHWM) once every round and then
+the board's page (its largest answer) have been served; then `waypost watch --interval 1ms`
+sweeps the same store 1,000 times, its RSS read after every 100th sweep: flat means the
+1,000th within 5% of the 100th.
 """
 
 from __future__ import annotations
@@ -26,9 +27,12 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
+import httpx
+
 from bench import board, http_api, http_clients, writers
 from bench.board_http import rss_mb
 from bench.harness import Figure, Section, check, interleave
+from waypost import tokens
 from waypost.runs import Run
 from waypost.store.sqlite import SqliteStore
 
@@ -75,6 +79,11 @@ def _one_writer(path: Path, seconds: float, errors: Counter[str]) -> Callable[[]
     return window
 
 
+def _board_page(base: str, token: str) -> None:
+    answer = httpx.get(f"{base}/", headers={"Authorization": f"Bearer {token}"}, timeout=60)
+    answer.raise_for_status()
+
+
 def watch_rss(path: Path, sweeps: int = SWEEPS, every: int = FIRST) -> list[float]:
     """`waypost watch` sweeping the store every millisecond: its RSS (MiB) after sweep
     `every`, 2 x `every`, ... `sweeps` (one JSON report a sweep)."""
@@ -115,6 +124,9 @@ def run(folder: Path, *, rounds: int, seconds: float, stored: int,
     path = folder / "serve.db"
     board.check_copies(path, board.fill(path, stored))
     runs = http_api.worker_runs(str(path), CLIENTS)
+    with SqliteStore(path) as store:
+        owner, _ = tokens.issue(store, holder="owner", role="owner", run_id=None, ttl=None,
+                                by="bench")
     errors: Counter[str] = Counter()
     alone = _one_writer(path, seconds, errors)
     with http_api.serving(str(path), _served_with(folder / "grouped", True)) as (g_pid, g_url), \
@@ -125,6 +137,8 @@ def run(folder: Path, *, rounds: int, seconds: float, stored: int,
             UNGROUPED: lambda: http_clients.window(u_url, runs, seconds, errors, UNGROUPED),
             ONE_WRITER: alone}, rounds + 1)
         samples = {name: values[1:] for name, values in samples.items()}  # warm-up dropped
+        for base in (g_url, u_url):  # and the board's page, its largest answer
+            _board_page(base, owner)
         memory = {name: (rss_mb(pid), rss_mb(pid, "VmHWM"))
                   for name, pid in (("group commit", g_pid), ("no grouping", u_pid))}
     swept = watch_rss(path, sweeps)
