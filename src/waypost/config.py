@@ -27,8 +27,8 @@ class Config(msgspec.Struct, frozen=True, kw_only=True):
     deny: tuple[str, ...] = ()  # [sanitize] deny: project terms that are private
     allow: tuple[str, ...] = ()  # [sanitize] allow: terms the sanitizer must not flag
     require_run: bool = False  # [hooks] require_run: a stop hook refuses a session with no run
-    group_commit: bool = True  # [store] group_commit: a SQLite store commits threads' writes
-    # together (one fsync for every write waiting); false: one transaction per write
+    group_commit: bool = True  # [store] group_commit: `waypost serve`'s SQLite store commits
+    # the writes of requests that wait together (one fsync); false: one transaction each
     path: str | None = None  # where the config was read from
 
 
