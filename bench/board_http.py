@@ -10,10 +10,7 @@ connection, as a browser sends it; the server runs in its own process.
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -21,7 +18,7 @@ from pathlib import Path
 
 import httpx
 
-from bench import board
+from bench import board, http_api
 from bench.harness import Section, figures, interleave
 from waypost import tokens
 from waypost.store import open_store
@@ -36,18 +33,8 @@ def _serving(path: Path) -> Iterator[tuple[int, str, str]]:
     with open_store(str(path)) as store:
         secret, _ = tokens.issue(store, holder="owner", role="owner", run_id=None, ttl=None,
                                  by="bench")
-    proc = subprocess.Popen([sys.executable, "-m", "waypost", "serve", "--port", "0"],
-                            env={**os.environ, "WAYPOST_URL": str(path)},
-                            stderr=subprocess.PIPE, text=True)
-    assert proc.stderr is not None
-    found = re.search(r"http://127\.0\.0\.1:\d+", proc.stderr.readline())
-    assert found, "waypost serve did not say where it listens"
-    try:
-        yield proc.pid, found.group(0), secret
-    finally:
-        proc.terminate()
-        proc.wait(30)
-        proc.stderr.close()
+    with http_api.serving(str(path)) as (pid, url):
+        yield pid, url, secret
 
 
 def _timed(client: httpx.Client, path: str) -> Callable[[], float]:
@@ -60,9 +47,10 @@ def _timed(client: httpx.Client, path: str) -> Callable[[], float]:
     return once
 
 
-def _rss_mb(pid: int) -> float:
+def rss_mb(pid: int, field: str = "VmRSS") -> float:
+    """A process's resident memory now (VmRSS), or at its peak (VmHWM), in MiB."""
     with open(f"/proc/{pid}/status") as status:
-        found = re.search(r"VmRSS:\s+(\d+) kB", status.read())
+        found = re.search(rf"{field}:\s+(\d+) kB", status.read())
     return int(found.group(1)) / 1024 if found else float("nan")
 
 
@@ -85,7 +73,7 @@ def run(folder: Path, *, rounds: int, stored: int, small: int = 1_000) -> Sectio
             big_page: _timed(big, "/"),
             big_list: _timed(big, "/api/runs?limit=100"),
         }, rounds + 1)
-        rss = _rss_mb(big_pid)
+        rss = rss_mb(big_pid)
     section.figures = figures({name: values[1:] for name, values in samples.items()})
     section.add_ratio(f"page at {stored:,} / page at {small:,}", big_page, small_page)
     section.add_ratio("page / bare listing", big_page, big_list)

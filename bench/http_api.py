@@ -16,6 +16,8 @@ import sys
 import threading
 import time
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -29,13 +31,13 @@ HTTP = f"{CLIENTS} clients over HTTP (waypost serve)"
 LIBRARY = f"{CLIENTS} writer processes in-process"
 
 
-def _runs(url: str) -> list[tuple[str, str]]:
-    """`CLIENTS` runs, each held by its own worker, with that worker's token."""
+def worker_runs(url: str, count: int = CLIENTS) -> list[tuple[str, str]]:
+    """`count` runs, each held by its own worker, with that worker's token."""
     from waypost import tokens
 
     made = []
     with waypost.open_store(url) as store:
-        for number in range(CLIENTS):
+        for number in range(count):
             run, _ = waypost.start(store, f"http {number}", actor="owner", owner="owner",
                                    target="none:", worker=f"worker-{number}")
             secret, _ = tokens.issue(store, holder=f"worker-{number}", role="worker",
@@ -44,8 +46,10 @@ def _runs(url: str) -> list[tuple[str, str]]:
     return made
 
 
-def _window(base: str, runs: list[tuple[str, str]], seconds: float,
-            errors: Counter[str]) -> float:
+def window(base: str, runs: list[tuple[str, str]], seconds: float, errors: Counter[str],
+           label: str = HTTP) -> float:
+    """Each run's worker heartbeats it over its own connection for `seconds`; the aggregate
+    rate of 200 answers (any other answer, or a failed request, is an error of `label`)."""
     counts = [0] * len(runs)
     until = time.monotonic() + seconds
 
@@ -53,12 +57,16 @@ def _window(base: str, runs: list[tuple[str, str]], seconds: float,
         with httpx.Client(base_url=base, timeout=60,
                           headers={"Authorization": f"Bearer {token}"}) as http:
             while time.monotonic() < until:
-                answer = http.post(f"/api/runs/{run}/heartbeat",
-                                   json={"note": "beat", "epoch": 1})
+                try:
+                    answer = http.post(f"/api/runs/{run}/heartbeat",
+                                       json={"note": "beat", "epoch": 1})
+                except httpx.HTTPError as exc:
+                    errors[f"{label}: {type(exc).__name__}: {exc}"[:160]] += 1
+                    continue
                 if answer.status_code == 200:
                     counts[index] += 1
                 else:
-                    errors[f"{HTTP}: {answer.status_code}"] += 1
+                    errors[f"{label}: {answer.status_code}"] += 1
 
     began = time.monotonic()
     threads = [threading.Thread(target=client, args=(n, run, token))
@@ -70,31 +78,43 @@ def _window(base: str, runs: list[tuple[str, str]], seconds: float,
     return sum(counts) / (time.monotonic() - began)
 
 
-def _serve(url: str) -> tuple[subprocess.Popen[str], str]:
+@contextmanager
+def serving(url: str, cwd: Path | None = None) -> Iterator[tuple[int, str]]:
+    """`waypost serve` on the store at `url`, in a process of its own started in `cwd`
+    (where its waypost.toml is found); its pid and base URL."""
     proc = subprocess.Popen([sys.executable, "-m", "waypost", "serve", "--port", "0"],
                             env={**os.environ, "WAYPOST_URL": url}, stderr=subprocess.PIPE,
-                            text=True)
+                            text=True, cwd=cwd)
     assert proc.stderr is not None
-    found = re.search(r"http://127\.0\.0\.1:\d+", proc.stderr.readline())
-    assert found, "waypost serve did not say where it listens"
-    return proc, found.group(0)
+    said = proc.stderr
+    # what it says after where it listens is read as it comes: a full pipe stops a server
+    drain = threading.Thread(target=lambda: [None for _ in said], daemon=True)
+    try:
+        found = re.search(r"http://127\.0\.0\.1:\d+", said.readline())
+        assert found, "waypost serve did not say where it listens"
+        drain.start()
+        yield proc.pid, found.group(0)
+    finally:
+        proc.terminate()
+        proc.wait(30)
+        if drain.is_alive():
+            drain.join(30)
+        said.close()
 
 
 def run(folder: Path, *, rounds: int, seconds: float) -> Section:
     section = Section(key="http", title="9. HTTP API: heartbeats through waypost serve, "
                       "beside the library", unit="ops/s", higher_is_better=True)
     http_url, library_url = str(folder / "http.db"), str(folder / "library.db")
-    runs = _runs(http_url)
+    runs = worker_runs(http_url)
     pool = writers.Pool(library_url, writers.claimed_runs(library_url, CLIENTS), "waypost")
-    server, base = _serve(http_url)
     errors: Counter[str] = Counter()
     try:
-        samples = interleave({
-            HTTP: lambda: _window(base, runs, seconds, errors),
-            LIBRARY: lambda: pool.window(CLIENTS, seconds, LIBRARY)}, rounds)
+        with serving(http_url) as (_, base):
+            samples = interleave({
+                HTTP: lambda: window(base, runs, seconds, errors),
+                LIBRARY: lambda: pool.window(CLIENTS, seconds, LIBRARY)}, rounds)
     finally:
-        server.terminate()
-        server.wait(30)
         pool.close()
     errors.update(pool.errors)
     section.figures = [Figure(name=label, samples=tuple(samples[label]),

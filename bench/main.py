@@ -26,6 +26,7 @@ from bench import (
     pending,
     report,
     scan,
+    serve_load,
     threads,
     writers,
 )
@@ -76,6 +77,8 @@ STEPS: dict[str, Step] = {
                                               batch=b.delivery_batch),
     "scan": lambda d, b: scan.run(d, rounds=b.scan_rounds),
     "http": lambda d, b: http_api.run(d, rounds=b.writer_rounds, seconds=b.writer_seconds),
+    "serve": lambda d, b: serve_load.run(d, rounds=b.writer_rounds, seconds=b.writer_seconds,
+                                         stored=b.board_runs),
 }
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from bench import cli_verbs, durable, writers
+from bench import cli_verbs, durable, serve_load, writers
 from bench.harness import NOT_MEASURED, Section, Target, absent, check
 
 
@@ -39,6 +39,8 @@ def targets(sections: Mapping[str, Section]) -> list[Target]:
     found.append(ratio_target(sections, "writers", writers.ratio_label(16),
                               "16 writers: zero errors, aggregate >= 0.7x one writer", 0.7,
                               at_least=True, also=errors == 0, detail=f"{errors} errors"))
+    if "serve" not in sections:  # the section checks its own: named here when skipped
+        found += [absent(text, NOT_MEASURED, "section skipped") for text in serve_load.TARGETS]
     extra = [t for s in sections.values() for t in s.targets]
     return found + extra
 

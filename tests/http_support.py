@@ -18,6 +18,7 @@ from typing import Any
 
 import httpx
 import uvicorn
+from litestar import Litestar
 
 from waypost import tokens
 from waypost.http.app import create_app
@@ -31,8 +32,16 @@ START_WAIT = 20.0  # seconds a server may take to listen
 @contextmanager
 def serving(store_url: str, **settings: Any) -> Iterator[str]:
     """The app serving `store_url` (with `settings` of ServerConfig); yields its base URL."""
-    config = ServerConfig(store_url=store_url, **settings)
-    server = uvicorn.Server(uvicorn.Config(create_app(config), log_level="warning",
+    with serving_app(ServerConfig(store_url=store_url, **settings)) as (_, url):
+        yield url
+
+
+@contextmanager
+def serving_app(config: ServerConfig) -> Iterator[tuple[Litestar, str]]:
+    """The app made from `config`, served; yields it (its state holds the store it opened)
+    and its base URL."""
+    app = create_app(config)
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning",
                                            timeout_graceful_shutdown=2))
     sock = listening_socket("127.0.0.1", 0)
     port = sock.getsockname()[1]
@@ -44,7 +53,7 @@ def serving(store_url: str, **settings: Any) -> Iterator[str]:
         assert time.monotonic() < deadline, "the server did not start"
         time.sleep(0.01)
     try:
-        yield f"http://127.0.0.1:{port}"
+        yield app, f"http://127.0.0.1:{port}"
     finally:
         server.should_exit = True
         thread.join(10)

@@ -27,6 +27,8 @@ class Config(msgspec.Struct, frozen=True, kw_only=True):
     deny: tuple[str, ...] = ()  # [sanitize] deny: project terms that are private
     allow: tuple[str, ...] = ()  # [sanitize] allow: terms the sanitizer must not flag
     require_run: bool = False  # [hooks] require_run: a stop hook refuses a session with no run
+    group_commit: bool = True  # [store] group_commit: `waypost serve`'s SQLite store commits
+    # the writes of requests that wait together (one fsync); false: one transaction each
     path: str | None = None  # where the config was read from
 
 
@@ -75,7 +77,7 @@ def load_config(start: str | os.PathLike[str] | None = None) -> Config:
 
 
 def _from_table(raw: dict[str, Any], where: str) -> Config:
-    for table in ("runs", "limits", "gates", "sanitize", "hooks"):
+    for table in ("runs", "limits", "gates", "sanitize", "hooks", "store"):
         if not isinstance(raw.get(table, {}), dict):
             raise InvalidInput(f"{where}: {table} must be a table ([{table}]), not a value",
                                hint=f"write [{table}] on a line of its own, its keys below")
@@ -84,7 +86,8 @@ def _from_table(raw: dict[str, Any], where: str) -> Config:
     known = {"runs": {"long_running_after"},
              "limits": {"max_artifact_bytes", "output_tail_bytes", "evidence_timeout",
                         "min_artifact_bytes", "min_artifact_words", "max_output_bytes"},
-             "sanitize": {"deny", "allow"}, "hooks": {"require_run"}}
+             "sanitize": {"deny", "allow"}, "hooks": {"require_run"},
+             "store": {"group_commit"}}
     for table, keys in known.items():
         unknown = set(raw.get(table, {})) - keys
         if unknown:
@@ -108,6 +111,10 @@ def _from_table(raw: dict[str, Any], where: str) -> Config:
     if type(require) is not bool:
         raise InvalidInput(f"{where}: [hooks] require_run must be true or false")
     values["require_run"] = require
+    group = raw.get("store", {}).get("group_commit", True)
+    if type(group) is not bool:
+        raise InvalidInput(f"{where}: [store] group_commit must be true or false")
+    values["group_commit"] = group
     return Config(**values)
 
 

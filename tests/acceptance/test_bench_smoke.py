@@ -11,7 +11,7 @@ import psycopg
 import pytest
 
 import waypost
-from bench import board, durable, postgres, report, scan, sweep
+from bench import board, durable, postgres, report, scan, serve_load, sweep
 from bench.harness import NOT_BUILT, NOT_MEASURED, Figure, Section, absent, interleave
 from bench.pending import exists
 from tests import pg
@@ -80,6 +80,22 @@ def test_targets_pass_miss_and_not_built() -> None:
     assert found["`waypost heartbeat` <= 4x `python -c pass`"].status == "MISS"
     assert found["durable transition >= 0.8x raw sqlite3 insert+upsert"].status \
         == NOT_MEASURED
+
+
+def test_serve_section_measures_both_servers_and_memory(tmp_path: Path) -> None:
+    section = serve_load.run(tmp_path, rounds=1, seconds=0.3, stored=50, sweeps=200)
+    names = [f.name for f in section.figures]
+    assert names == [serve_load.GROUPED, serve_load.UNGROUPED, serve_load.ONE_WRITER]
+    assert all(len(f.samples) == 1 and f.low > 0 for f in section.figures)
+    assert serve_load.GAIN in {r.label for r in section.ratios}
+    assert section.counts["errors"] == 0
+    assert [t.text for t in section.targets] == list(serve_load.TARGETS)
+    rss = section.counts["server peak RSS, MB, group commit"]
+    assert 10 < rss < 10_000  # a resident set in MB, read from the server's own process
+    assert section.counts["watch RSS, MB, after sweep 200"] > 10
+    # skipped, its targets are still named, as not measured
+    found = {t.text: t.status for t in report.targets({})}
+    assert all(found[text] == NOT_MEASURED for text in serve_load.TARGETS)
 
 
 def test_a_missing_module_is_reported_as_missing() -> None:

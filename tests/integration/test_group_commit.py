@@ -16,12 +16,15 @@ from pathlib import Path
 
 import pytest
 
-from waypost import starting
+from tests.http_support import Api, serving_app
+from waypost import starting, tokens
+from waypost.config import load_config
 from waypost.core.history import make_event, verify_run
 from waypost.core.machine import apply
 from waypost.core.writes import RunWrite
 from waypost.errors import StaleLease, VersionConflict, WaypostError
 from waypost.events import Heartbeat
+from waypost.http.settings import ServerConfig
 from waypost.model import Authority
 from waypost.runs import Run
 from waypost.store.sqlite import SqliteStore
@@ -73,23 +76,64 @@ def _held_while(store: SqliteStore, pending: int, writers: list[Callable[[], Non
 def test_writes_that_wait_commit_as_one_group(tmp_path: Path) -> None:
     with SqliteStore(tmp_path / "s.db") as store:
         made = _claimed(store, 16)
-        before = (store.group.groups, store.group.writes)
-        errors: list[BaseException] = []
-
-        def beat(run: Run) -> Callable[[], None]:
-            def go() -> None:
-                try:
-                    run.heartbeat(note="grouped")
-                except BaseException as exc:
-                    errors.append(exc)
-            return go
-
-        _held_while(store, 15, [beat(r) for r in made])
-        assert errors == []
         # the first write led a group of its own; the 15 that waited went in one more
-        assert (store.group.groups - before[0], store.group.writes - before[1]) == (2, 16)
-        assert all(store.get(r.id).progress is not None for r in made)
+        assert _grouped_heartbeats(store, made) == (2, 16)
         _verified(store)
+
+
+def test_without_group_commit_every_write_commits_alone(tmp_path: Path) -> None:
+    with SqliteStore(tmp_path / "s.db", group_commit=False) as store:
+        made = _claimed(store, 16)
+        assert _grouped_heartbeats(store, made) == (16, 16)
+        _verified(store)
+
+
+def _grouped_heartbeats(store: SqliteStore, made: list[Run]) -> tuple[int, int]:
+    """A heartbeat of each run, handed in while the store is held so all but the first
+    wait; every one applied; the groups and writes they were committed in."""
+    before = (store.group.groups, store.group.writes)
+    errors: list[BaseException] = []
+
+    def beat(run: Run) -> Callable[[], None]:
+        def go() -> None:
+            try:
+                run.heartbeat(note="grouped")
+            except BaseException as exc:
+                errors.append(exc)
+        return go
+
+    _held_while(store, len(made) - 1, [beat(r) for r in made])
+    assert errors == []
+    last = [store.events(r.id)[-1].data for r in made]
+    assert all(isinstance(d, Heartbeat) and d.note == "grouped" for d in last)
+    return store.group.groups - before[0], store.group.writes - before[1]
+
+
+@pytest.mark.parametrize("grouping", [True, False])
+def test_the_server_opens_its_store_grouping_as_waypost_toml_says(tmp_path: Path,
+                                                                 grouping: bool) -> None:
+    (tmp_path / "waypost.toml").write_text(f"[store]\ngroup_commit = {str(grouping).lower()}\n")
+    config = ServerConfig(store_url=str(tmp_path / "s.db"), project=load_config(tmp_path))
+    with serving_app(config) as (app, url):
+        store = app.state.store
+        assert isinstance(store, SqliteStore)
+        made = _claimed(store, 16)
+        assert _grouped_heartbeats(store, made) == ((2, 16) if grouping else (16, 16))
+        secret, _ = tokens.issue(store, holder="w0", role="worker", run_id=made[0].id,
+                                 ttl=None, by="test")
+        Api(url, secret).ok(f"/api/runs/{made[0].id}/heartbeat", {"epoch": 1})
+        assert store.group.writes == 16 + 16 + 1  # its claims, the beats, the request's
+        _verified(store)
+
+
+def test_serve_refuses_a_group_commit_setting_that_is_not_true_or_false(
+        tmp_path: Path) -> None:
+    (tmp_path / "waypost.toml").write_text('[store]\ngroup_commit = "off"\n')
+    done = subprocess.run([sys.executable, "-m", "waypost", "serve", "--port", "0"],
+                          cwd=tmp_path, env={**os.environ, "WAYPOST_URL": str(tmp_path / "s.db")},
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 2
+    assert "[store] group_commit must be true or false" in done.stderr
 
 
 def test_a_conflict_or_a_stale_lease_in_a_group_refuses_that_write_alone(
@@ -227,3 +271,39 @@ def _beat_at(store: SqliteStore, run_id: str, *, version: int) -> RunWrite:
     write = _beat(store, run_id, "late")
     return RunWrite(run_id=run_id, expected_version=version, events=write.events,
                     packet=write.packet)
+
+
+def test_the_server_runs_as_many_store_calls_at_once_as_it_has_threads(
+        tmp_path: Path) -> None:
+    # asyncio's own pool (CPUs + 4 threads) would leave most requests waiting for a thread
+    # while a group commits, and so out of the next group
+    config = ServerConfig(store_url=str(tmp_path / "s.db"), threads=24)
+    with serving_app(config) as (app, url):
+        store = app.state.store
+        assert isinstance(store, SqliteStore)
+        made = _claimed(store, 20)
+        secrets = [tokens.issue(store, holder=f"w{i}", role="worker", run_id=run.id,
+                                ttl=None, by="test")[0] for i, run in enumerate(made)]
+        answers: list[int] = []
+
+        def beat(i: int) -> None:
+            answer = Api(url, secrets[i]).post(f"/api/runs/{made[i].id}/heartbeat",
+                                               {"epoch": 1})
+            answers.append(answer.status_code)
+
+        clients = [threading.Thread(target=beat, args=(i,)) for i in range(20)]
+        with store._file.held("hold the store for the test"):
+            for client in clients:
+                client.start()
+            deadline = time.monotonic() + 20
+            while _request_threads() < 20:  # each request waits in a thread of its own
+                assert time.monotonic() < deadline, "the requests never all waited at once"
+                time.sleep(0.01)
+        for client in clients:
+            client.join(60)
+        assert answers == [200] * 20
+        assert _request_threads() <= 24
+
+
+def _request_threads() -> int:
+    return sum(t.name.startswith("waypost-request") for t in threading.enumerate())

@@ -3,7 +3,9 @@ opened when the server starts and closed when it stops."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 
 from litestar import Litestar
@@ -32,10 +34,14 @@ def create_app(config: ServerConfig, *, store: Store | None = None) -> Litestar:
 
     @asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
+        # the loop's own pool (shut down with the loop) runs every sync handler and dependency
+        asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(
+            max_workers=config.threads, thread_name_prefix="waypost-request"))
         if store is not None:  # the caller's, and already in the state
             yield
             return
-        app.state.store = opened = open_store(config.store_url)
+        app.state.store = opened = open_store(config.store_url,
+                                              group_commit=config.project.group_commit)
         try:
             yield
         finally:

@@ -9,6 +9,7 @@ from waypost.config import Config
 
 DEFAULT_PORT = 8470
 MAX_JSON_BODY = 1024 * 1024  # a command's JSON body; artifacts stream under their own limit
+THREADS = 16
 
 
 class ServerConfig(msgspec.Struct, frozen=True, kw_only=True):
@@ -24,4 +25,10 @@ class ServerConfig(msgspec.Struct, frozen=True, kw_only=True):
     # (loopback and private ranges too, but only when listed).
     outbound: tuple[str, ...] = ()
     max_json_body: int = MAX_JSON_BODY
+    # Threads running the requests' store calls at once. Writes that wait while a group is
+    # being made durable commit together in the next one, so this bounds a group's size:
+    # with asyncio's default (CPUs + 4) groups held 1.5 writes on average under 50 clients,
+    # with 16 threads 3.7-3.9; 64 threads grouped a little more but cost more CPU per
+    # request (threads contending for the GIL) than they saved in fsyncs.
+    threads: int = THREADS
     project: Config = msgspec.field(default_factory=Config)  # waypost.toml, read at start

@@ -27,9 +27,12 @@ def find_default(start: str | os.PathLike[str] | None = None) -> str | None:
     return find_upward(os.path.join(STORE_DIR, STORE_FILE), start)
 
 
-def open_store(url: str | None = None, *, create: bool = True) -> Store:
+def open_store(url: str | None = None, *, create: bool = True,
+               group_commit: bool = True) -> Store:
     """Open (migrating if needed) the store at `url`. A SQLite file that does not exist yet
-    is created now, or without `create` by its first write (a read finds no store)."""
+    is created now, or without `create` by its first write (a read finds no store).
+    Without `group_commit`, a SQLite store commits every write in a transaction of its own
+    (`[store] group_commit` in waypost.toml; PostgreSQL commits each write on its own)."""
     url = url or os.environ.get("WAYPOST_URL") or None
     if url is None:
         found = find_default()
@@ -43,7 +46,7 @@ def open_store(url: str | None = None, *, create: bool = True) -> Store:
         return open_postgres(url)
     from waypost.store.sqlite import SqliteStore
 
-    return SqliteStore(sqlite_path(url), create=create)
+    return SqliteStore(sqlite_path(url), create=create, group_commit=group_commit)
 
 
 def sqlite_path(url: str) -> str:

@@ -46,7 +46,7 @@ class SqliteStore(SqliteSide):
     writers may."""
 
     def __init__(self, path: str | os.PathLike[str], *, create: bool = True,
-                 busy_timeout: float | None = None) -> None:
+                 busy_timeout: float | None = None, group_commit: bool = True) -> None:
         # a str (pathlib costs every hot CLI call ~3 ms), tidied as Path() would: no trailing
         # slash, and "" is "." (which SQLite refuses) rather than a throwaway database
         self.path = os.path.normpath(os.fspath(path))
@@ -55,6 +55,7 @@ class SqliteStore(SqliteSide):
                                busy_s=busy_timeout_setting(busy_timeout))
         self._reading, self._writing = self._file.reading, self._file.writing
         self._group: GroupCommit | None = None  # made on the first write: reads never load it
+        self._group_most = None if group_commit else 1  # 1: every write commits on its own
 
     @property
     def _db(self) -> sqlite3.Connection | None:
@@ -146,7 +147,8 @@ class SqliteStore(SqliteSide):
 
             with self._file.held("set up group commit"):
                 if self._group is None:
-                    self._group = GroupCommit(self._writing, sqlite_write.commit_one)
+                    self._group = GroupCommit(self._writing, sqlite_write.commit_one,
+                                              most=self._group_most)
         return self._group
 
     def commit_write(self, write: RunWrite) -> None:

@@ -47,9 +47,11 @@ class _Slot:
 class GroupCommit:
     """Commits `RunWrite`s handed in by any number of threads, grouping those that wait."""
 
-    def __init__(self, writing: Writing, commit_one: CommitOne) -> None:
+    def __init__(self, writing: Writing, commit_one: CommitOne, *,
+                 most: int | None = None) -> None:
         self._writing = writing
         self._commit_one = commit_one
+        self._most = most  # None: `MOST`, read at each group; 1: no grouping at all
         self._mutex = allocate_lock()
         self._waiting: list[_Slot] = []
         self._leading = False
@@ -95,9 +97,10 @@ class GroupCommit:
                 following.wake.release()
 
     def _lead(self, me: _Slot) -> None:
+        most = MOST if self._most is None else self._most
         with self._mutex:
-            group = self._waiting[:MOST]
-            del self._waiting[:MOST]
+            group = self._waiting[:most]
+            del self._waiting[:most]
         try:
             self._commit(group)
         finally:
