@@ -1,10 +1,17 @@
-"""The outbox relay: claim a due delivery with a lease, send it, record what happened.
+"""The outbox relay: claim due deliveries with a lease, send them, record what happened.
 
 At-least-once with one idempotency key: a relay that dies mid-send leaves its lease to
 expire, and the next relay sends again under the same key (`webhook-id`), which receivers
 dedupe. A final delivery's receipt and the run's move to `delivered` (or to `blocked`,
-when it failed for good) are committed in one transaction, guarded by the lease, so two
-relays can never both record it. Notices never change the run's state.
+when it failed for good) are committed in one transaction, guarded by the lease and the
+claim's attempt (its fencing token), so two relays, or two claims, can never both record
+it. Notices never change the run's state.
+
+Throughput: deliveries are claimed in batches of up to `concurrency` (one per run: a run's
+deliveries go one after another) and sent at once by as many threads, each settling its
+own result as it comes, on connections kept alive between sends (`delivery.connections`).
+A batch is claimed only when that many threads are free, so every claimed delivery starts
+at once and its send ends (by the timeout) well inside its lease.
 """
 
 from __future__ import annotations
@@ -14,7 +21,11 @@ import random
 import socket
 import threading
 from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from datetime import datetime, timedelta
+from functools import partial
+from types import TracebackType
+from typing import Self
 
 import msgspec
 
@@ -25,6 +36,7 @@ from waypost.core.machine import next_blocker_id
 from waypost.core.writes import RunWrite
 from waypost.delivery import document, policy
 from waypost.delivery.base import Outgoing, Resolver
+from waypost.delivery.connections import Connections
 from waypost.delivery.settings import DeliverySettings, delivery_root
 from waypost.delivery.targets import resolve
 from waypost.durations import Clock, utcnow
@@ -48,11 +60,15 @@ def relay_name(given: str | None) -> str:
 
 
 class Relay:
-    """One relay process (or thread): `drain` once, or `serve` until told to stop."""
+    """One relay process (or thread): `drain` once, or `serve` until told to stop.
+
+    Its HTTP connections stay alive for one `drain`, or, inside `with relay:` (and while it
+    serves), until the block ends. `targets` (default: `targets.resolve` on those
+    connections) names the target of each recorded URI."""
 
     def __init__(self, store: Store, *, settings: DeliverySettings | None = None,
                  relay_id: str | None = None, clock: Clock = utcnow,
-                 rand: Callable[[], float] = random.random, targets: Resolver = resolve,
+                 rand: Callable[[], float] = random.random, targets: Resolver | None = None,
                  deny: Sequence[str] = (), allow: Sequence[str] = (),
                  report: Callable[[Delivery], None] | None = None) -> None:
         self.store = store
@@ -60,14 +76,27 @@ class Relay:
         self.id = relay_name(relay_id)
         self.clock = clock
         self.rand = rand
-        self.targets = targets
+        self.connections = Connections(most=self.settings.concurrency,
+                                       timeout=self.settings.timeout)
+        self.targets = targets or partial(resolve, connections=self.connections)
         self.terms = (tuple(deny), tuple(allow))
         self.report = report
         self.started_at = clock()
         self.last_beat: datetime | None = None
+        self._kept = 0  # `with` blocks open: while any is, connections outlive each drain
 
     def __repr__(self) -> str:
         return f"Relay({self.id!r})"
+
+    def __enter__(self) -> Self:
+        self._kept += 1
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self._kept -= 1
+        if not self._kept:
+            self.connections.close()
 
     # --- registration -------------------------------------------------------------------
 
@@ -87,18 +116,43 @@ class Relay:
     # --- the loop -----------------------------------------------------------------------
 
     def drain(self, stop: threading.Event | None = None) -> list[Delivery]:
-        """Attempt every delivery that is due, one at a time; return them as recorded."""
-        done: list[Delivery] = []
-        while stop is None or not stop.is_set():
-            claimed = self.store.claim_deliveries(self.id, now=self.clock(),
-                                                  lease_s=self.settings.lease, limit=1)
-            if not claimed:
+        """Attempt every delivery that is due, up to `concurrency` at once; return them as
+        recorded, in the order they were claimed."""
+        most = self.settings.concurrency
+        try:
+            with ThreadPoolExecutor(max_workers=most,
+                                    thread_name_prefix=f"waypost-{self.id}") as senders:
+                return self._drain(senders, most, stop)
+        finally:
+            if not self._kept:
+                self.connections.close()
+
+    def _drain(self, senders: ThreadPoolExecutor, most: int,
+               stop: threading.Event | None) -> list[Delivery]:
+        sending: dict[Future[Delivery], int] = {}  # each send, by its place in claim order
+        done: list[tuple[int, Delivery]] = []
+        dry = False  # the last claim found nothing due; claim again once a send ends
+        while True:
+            free = most - len(sending)
+            # claim a batch once half the senders are free (or none is busy), so a claim
+            # serves several sends, and each delivery claimed is sent at once
+            if not dry and (stop is None or not stop.is_set()) and \
+                    (not sending or free >= max(1, most // 2)):
+                claimed = self.store.claim_deliveries(self.id, now=self.clock(),
+                                                      lease_s=self.settings.lease, limit=free)
+                for delivery in claimed:
+                    sending[senders.submit(self.attempt, delivery)] = len(done) + len(sending)
+                dry = not claimed
+            if not sending:
                 break
-            done.append(self.attempt(claimed[0]))
-            if self.report is not None:
-                self.report(done[-1])
+            ended, _ = wait(sending, return_when=FIRST_COMPLETED)
+            for send in ended:
+                done.append((sending.pop(send), send.result()))
+                if self.report is not None:
+                    self.report(done[-1][1])
+            dry = False
             self._renew()
-        return done
+        return [delivery for _, delivery in sorted(done, key=lambda placed: placed[0])]
 
     def _renew(self) -> None:
         """Keep a registered relay registered through a long drain."""
@@ -107,13 +161,15 @@ class Relay:
             self.beat()
 
     def serve(self, stop: threading.Event, *, poll: float = 1.0) -> None:
-        """Drain, sleep until the next delivery is due (at most `poll`), repeat until `stop`."""
+        """Drain, sleep until the next delivery is due (at most `poll`), repeat until `stop`;
+        the connections stay alive meanwhile, and close when it stops."""
         self.beat()
         try:
-            while not stop.is_set():
-                self.drain(stop)
-                self._renew()
-                stop.wait(self._pause(poll))
+            with self:
+                while not stop.is_set():
+                    self.drain(stop)
+                    self._renew()
+                    stop.wait(self._pause(poll))
         finally:
             self.leave()
 
@@ -167,7 +223,8 @@ class Relay:
         unknown = result.outcome_unknown  # recorded on the row: a retarget must respect it
         if retry_at is not None:
             return self.store.retry_delivery(delivery.key, self.id, error=result.detail,
-                                             retry_at=retry_at, outcome_unknown=unknown)
+                                             retry_at=retry_at, outcome_unknown=unknown,
+                                             attempt=delivery.attempts)
         error = result.detail
         if result.outcome is policy.Outcome.RETRY:
             error = policy.exhausted(error, delivery.attempts, s.horizon)
@@ -186,12 +243,13 @@ class Relay:
             receipts.SentReceipt(said=receipt, assurance=assurance, refs=refs or {}))
         if delivery.purpose is not Purpose.FINAL:
             return self.store.finish_delivery(delivery.key, self.id, at=at, receipt=stored,
-                                              error=error, outcome_unknown=outcome_unknown)
+                                              error=error, outcome_unknown=outcome_unknown,
+                                              attempt=delivery.attempts)
         # the run may change meanwhile (a transfer, a cancel): then it is decided again
         return retry_conflicts(lambda: self.store.finish_delivery(
             delivery.key, self.id, at=at, receipt=stored, error=error,
             write=self._run_write(delivery, at, receipt, error, assurance),
-            outcome_unknown=outcome_unknown), what=delivery.key)
+            outcome_unknown=outcome_unknown, attempt=delivery.attempts), what=delivery.key)
 
     def _run_write(self, delivery: Delivery, at: datetime, receipt: str | None,
                    error: str | None, assurance: DeliveryAssurance | None = None

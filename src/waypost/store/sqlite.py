@@ -228,12 +228,12 @@ class SqliteStore(SqliteSide):
 
     def finish_delivery(self, key: str, relay: str, *, at: datetime,
                         receipt: str | None = None, error: str | None = None,
-                        write: RunWrite | None = None,
-                        outcome_unknown: bool = False) -> Delivery:
+                        write: RunWrite | None = None, outcome_unknown: bool = False,
+                        attempt: int | None = None) -> Delivery:
         from waypost.store import sqlite_outbox, sqlite_write
         with self._writing(f"finish delivery {key}") as db:
             sqlite_outbox.finish(db, key, relay, at=at, receipt=receipt, error=error,
-                                 outcome_unknown=outcome_unknown)
+                                 outcome_unknown=outcome_unknown, attempt=attempt)
             if write is not None:
                 sqlite_write.commit_one(db, write)
             return sqlite_outbox.get(db, key)
