@@ -33,7 +33,7 @@ from waypost.core import receipts
 from waypost.core.authority import RELAY_PREFIX
 from waypost.core.history import prepare
 from waypost.core.machine import next_blocker_id
-from waypost.core.writes import RunWrite
+from waypost.core.writes import RunWrite, Snapshot
 from waypost.delivery import document, policy
 from waypost.delivery.base import Outgoing, Resolver
 from waypost.delivery.connections import Connections
@@ -140,8 +140,11 @@ class Relay:
                     (not sending or free >= max(1, most // 2)):
                 claimed = self.store.claim_deliveries(self.id, now=self.clock(),
                                                       lease_s=self.settings.lease, limit=free)
+                rows = self.store.deliveries([d.run_id for d in claimed]) if claimed else []
                 for delivery in claimed:
-                    sending[senders.submit(self.attempt, delivery)] = len(done) + len(sending)
+                    earlier = [d for d in rows if d.run_id == delivery.run_id]
+                    sending[senders.submit(self.attempt, delivery, earlier)] = \
+                        len(done) + len(sending)
                 dry = not claimed
             if not sending:
                 break
@@ -181,23 +184,26 @@ class Relay:
 
     # --- one delivery -------------------------------------------------------------------
 
-    def attempt(self, delivery: Delivery) -> Delivery:
-        """Send one claimed delivery and record the outcome (as it then stands)."""
+    def attempt(self, delivery: Delivery, rows: Sequence[Delivery] | None = None) -> Delivery:
+        """Send one claimed delivery and record the outcome (as it then stands); `rows`:
+        its run's deliveries as read when it was claimed (else they are read now)."""
         try:
-            return self._attempt(delivery)
+            return self._attempt(delivery, rows)
         except StaleLease:  # our lease ran out mid-send and another relay took it over
             return next(d for d in self.store.deliveries([delivery.run_id])
                         if d.key == delivery.key)
 
-    def _attempt(self, delivery: Delivery) -> Delivery:
-        packet = self.store.get(delivery.run_id)
+    def _attempt(self, delivery: Delivery, rows: Sequence[Delivery] | None) -> Delivery:
+        read = self.store.load(delivery.run_id)
+        packet = read.packet
         if delivery.purpose is Purpose.FINAL and packet.state is not State.APPROVED:
             return self._settle(delivery, error=f"run {packet.id} is {packet.state}, not "
                                 "approved: the final delivery was not sent")
         event = None if delivery.purpose is Purpose.FINAL else self._event(delivery)
         deny, allow = self.terms
-        earlier = tuple(d for d in self.store.deliveries([delivery.run_id])
-                        if d.key != delivery.key)
+        if rows is None:
+            rows = self.store.deliveries([delivery.run_id])
+        earlier = tuple(d for d in rows if d.key != delivery.key)
         outgoing = Outgoing(delivery=delivery, earlier=earlier, document=document.build(
             packet, delivery, event=event, deny=deny, allow=allow))
         try:
@@ -205,17 +211,20 @@ class Relay:
                                                                       at=self.clock())
         except Exception as exc:  # a target's own bug must not stop the relay
             result = policy.unexpected(exc)
-        return self.record(delivery, result)
+        return self.record(delivery, result, read)
 
     def _event(self, delivery: Delivery) -> Event | None:
         return next((e for e in self.store.events(delivery.run_id)
                      if e.seq == delivery.event_seq), None)
 
-    def record(self, delivery: Delivery, result: policy.Attempt) -> Delivery:
-        """Store what one attempt did: the receipt, a retry time, or the failure for good."""
+    def record(self, delivery: Delivery, result: policy.Attempt,
+               read: Snapshot | None = None) -> Delivery:
+        """Store what one attempt did: the receipt, a retry time, or the failure for good;
+        `read`: the run as read before the attempt (a final delivery's event is decided
+        from it first, and from the run read again if it has moved since)."""
         if result.outcome is policy.Outcome.SENT:
             return self._settle(delivery, receipt=result.detail, assurance=result.assurance,
-                                refs=result.refs)
+                                refs=result.refs, read=read)
         s = self.settings
         retry_at = policy.next_try(result, attempts=delivery.attempts, now=self.clock(),
                                    queued_at=delivery.queued_at, base=s.backoff_base,
@@ -230,12 +239,12 @@ class Relay:
             error = policy.exhausted(error, delivery.attempts, s.horizon)
         else:
             error = f"{error} (permanent: retrying would not help, so it was not retried)"
-        return self._settle(delivery, error=error, outcome_unknown=unknown)
+        return self._settle(delivery, error=error, outcome_unknown=unknown, read=read)
 
     def _settle(self, delivery: Delivery, *, receipt: str | None = None,
                 error: str | None = None, outcome_unknown: bool = False,
                 assurance: DeliveryAssurance | None = None,
-                refs: dict[str, str] | None = None) -> Delivery:
+                refs: dict[str, str] | None = None, read: Snapshot | None = None) -> Delivery:
         """Finish the row; for the final delivery, with the run's event in the same commit.
         The row keeps the structured receipt (`core.receipts`), the run what was said."""
         at = self.clock()
@@ -245,18 +254,24 @@ class Relay:
             return self.store.finish_delivery(delivery.key, self.id, at=at, receipt=stored,
                                               error=error, outcome_unknown=outcome_unknown,
                                               attempt=delivery.attempts)
-        # the run may change meanwhile (a transfer, a cancel): then it is decided again
-        return retry_conflicts(lambda: self.store.finish_delivery(
-            delivery.key, self.id, at=at, receipt=stored, error=error,
-            write=self._run_write(delivery, at, receipt, error, assurance),
-            outcome_unknown=outcome_unknown, attempt=delivery.attempts), what=delivery.key)
+        # the run may change meanwhile (a transfer, a cancel): then it is decided again,
+        # from the run read again (the version guard says whether `read` still stands)
+        reads = [read] if read is not None else []
 
-    def _run_write(self, delivery: Delivery, at: datetime, receipt: str | None,
-                   error: str | None, assurance: DeliveryAssurance | None = None
-                   ) -> RunWrite | None:
+        def settle() -> Delivery:
+            snap = reads.pop() if reads else self.store.load(delivery.run_id)
+            return self.store.finish_delivery(
+                delivery.key, self.id, at=at, receipt=stored, error=error,
+                write=self._run_write(delivery, snap, at, receipt, error, assurance),
+                outcome_unknown=outcome_unknown, attempt=delivery.attempts)
+
+        return retry_conflicts(settle, what=delivery.key)
+
+    def _run_write(self, delivery: Delivery, snap: Snapshot, at: datetime,
+                   receipt: str | None, error: str | None,
+                   assurance: DeliveryAssurance | None = None) -> RunWrite | None:
         """The run's `delivered` / `delivery_failed` event, or None when the run can no longer
         take it (it was cancelled meanwhile): then only the row is settled."""
-        snap = self.store.load(delivery.run_id)
         before = snap.packet
         data: AnyEventData
         if receipt is not None:

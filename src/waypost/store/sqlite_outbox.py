@@ -9,8 +9,9 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Collection, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
+from waypost.core.writes import RunWrite
 from waypost.errors import NotFound
 from waypost.model import Delivery, DeliveryStatus, OutboxItem, Purpose, RelayInfo
 from waypost.store.base import CLAIM_WINDOW as WINDOW
@@ -23,6 +24,21 @@ _COLUMNS = ("key, run_id, purpose, topic, target, event_seq, created_at, queued_
 _UNKNOWN = "outcome_unknown_at = CASE WHEN ? THEN last_attempt_at ELSE outcome_unknown_at END"
 # held by the relay, and (given the claim's attempt, its fencing token) not claimed since
 _HELD = "key = ? AND status = 'queued' AND lease_owner = ? AND (? IS NULL OR attempts = ?)"
+
+
+class Settle(NamedTuple):
+    """A relay's record of one attempt, handed to the store's group commit: `retry` when
+    `retry_at` is set, else `finish` (with the run's `write`, if any)."""
+
+    key: str
+    relay: str
+    at: datetime
+    receipt: str | None = None
+    error: str | None = None
+    write: RunWrite | None = None
+    outcome_unknown: bool = False
+    attempt: int | None = None
+    retry_at: datetime | None = None
 
 
 def _moment(unix: float | None) -> datetime | None:

@@ -78,10 +78,11 @@ def _request_ends() -> float:
     return ends
 
 
-def proxy_for(url: str) -> str | None:
-    """The HTTP(S) proxy the environment names for `url` (None: connect directly)."""
+def proxy_for(url: str, proxies: dict[str, str] | None = None) -> str | None:
+    """The HTTP(S) proxy the environment names for `url` (None: connect directly), from
+    `proxies` when given (what `urllib.request.getproxies` read earlier)."""
     parts = urllib.parse.urlsplit(url)
-    proxies = urllib.request.getproxies()
+    proxies = urllib.request.getproxies() if proxies is None else proxies
     proxy = proxies.get(parts.scheme) or proxies.get("all")
     if not proxy or urllib.request.proxy_bypass(parts.hostname or ""):
         return None
@@ -159,16 +160,34 @@ class _Transport(httpx.HTTPTransport):
             network_backend=backend, **pooled)
 
 
+ORIGINS_KEPT = 1024  # origins whose proxy a kept client remembers (then it looks again)
+
+
 class _ByProxy(httpx.BaseTransport):
     """A kept client's transport: one pool of kept connections per proxy the environment
     names (few: direct, and the HTTP, HTTPS and ALL proxies), each request sent through
-    its URL's, its deadline the `within` block's."""
+    its URL's, its deadline the `within` block's. The environment is read once, when the
+    client is made (reading it costs more than a kept connection's request)."""
 
     def __init__(self, context: ssl.SSLContext, limits: httpx.Limits) -> None:
         self._context = context
         self._limits = limits
+        self._proxies = urllib.request.getproxies()
+        self._proxy_of: dict[tuple[bytes, bytes, int | None], str | None] = {}
         self._pools: dict[str | None, _Transport] = {}
         self._lock = threading.Lock()
+
+    def _proxy(self, url: httpx.URL) -> str | None:
+        origin = (url.raw_scheme, url.raw_host, url.port)
+        try:
+            return self._proxy_of[origin]
+        except KeyError:
+            proxy = proxy_for(str(url), self._proxies)
+        with self._lock:
+            if len(self._proxy_of) >= ORIGINS_KEPT:
+                self._proxy_of.clear()
+            self._proxy_of[origin] = proxy
+        return proxy
 
     def _pool(self, proxy: str | None) -> _Transport:
         with self._lock:
@@ -178,7 +197,7 @@ class _ByProxy(httpx.BaseTransport):
             return self._pools[proxy]
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
-        return self._pool(proxy_for(str(request.url))).handle_request(request)
+        return self._pool(self._proxy(request.url)).handle_request(request)
 
     def close(self) -> None:
         with self._lock:
