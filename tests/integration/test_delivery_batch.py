@@ -27,10 +27,13 @@ from tests.delivery_support import (
 )
 from tests.helpers import FakeClock
 from waypost.core import outbox
+from waypost.core.history import verify_run
 from waypost.delivery.relay import Relay
 from waypost.durations import utcnow
-from waypost.model import DeliveryStatus, State
+from waypost.errors import StaleLease
+from waypost.model import Delivery, DeliveryStatus, State
 from waypost.store import Store, open_store
+from waypost.store.sqlite import SqliteStore
 
 ROOT = Path(__file__).resolve().parents[2]
 WAIT = 30.0  # seconds any wait for the other side may take before the test fails
@@ -266,3 +269,44 @@ def test_a_relay_killed_mid_batch_sends_again_only_what_it_had_not_settled(
         assert sent == {outbox.final_key(r): 1 if i < 2 else 2 for i, r in enumerate(run_ids)}
         assert all(store.get(r).state is State.DELIVERED for r in run_ids)
         assert [delivered_events(store, r) for r in run_ids] == [1] * 4
+
+
+def test_settles_that_wait_commit_as_one_group_each_under_its_own_guards(
+        tmp_path: Path) -> None:
+    clock = FakeClock(utcnow())
+    with SqliteStore(tmp_path / "s.db") as store:
+        run_ids = [approved_run(store, clock, title=f"r{i}") for i in range(8)]
+        claimed = store.claim_deliveries("relay:t", now=clock(), lease_s=60, limit=8)
+        relay = Relay(store, relay_id="relay:t", clock=clock)
+        stale = claimed[0]  # settled under an attempt it no longer holds: refused alone
+        errors: dict[str, BaseException] = {}
+
+        def settle(row: Delivery) -> Callable[[], None]:
+            write = relay._run_write(row, store.load(row.run_id), clock(), "ok", None)
+            fence = row.attempts + 1 if row is stale else row.attempts
+
+            def go() -> None:
+                try:
+                    store.finish_delivery(row.key, "relay:t", at=clock(), receipt="ok",
+                                          write=write, attempt=fence)
+                except BaseException as exc:
+                    errors[row.run_id] = exc
+            return go
+
+        before = (store.settles.groups, store.settles.writes)
+        threads = [threading.Thread(target=settle(row)) for row in claimed]
+        with store._file.held("hold the store for the test"):
+            for thread in threads:
+                thread.start()
+            until(lambda: len(store.settles._waiting) == 7, "seven settles waiting")
+        for thread in threads:
+            thread.join(WAIT)
+        # the first led a group of its own; the seven that waited went in one more
+        assert (store.settles.groups - before[0], store.settles.writes - before[1]) == (2, 8)
+        assert list(errors) == [stale.run_id]
+        assert isinstance(errors[stale.run_id], StaleLease)
+        states = {r: store.get(r).state for r in run_ids}
+        assert states == {r: State.APPROVED if r == stale.run_id else State.DELIVERED
+                          for r in run_ids}
+        for run_id in run_ids:
+            verify_run(run_id, store.events(run_id), store.get(run_id))
