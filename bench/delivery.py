@@ -82,13 +82,17 @@ def approved(store: waypost.Store, target: str, count: int) -> list[str]:
     return made
 
 
-def relay_sample(store: waypost.Store, target: str, count: int) -> Callable[[], float]:
+def relay_sample(stack: ExitStack, store: waypost.Store, target: str,
+                 count: int) -> Callable[[], float]:
+    """The relay as `waypost deliver` runs it: its default concurrency, its connections
+    kept alive from one drain to the next (closed when `stack` closes)."""
     from waypost.delivery.relay import Relay
     from waypost.delivery.settings import DeliverySettings
 
     secret = "whsec_" + base64.b64encode(os.urandom(24)).decode()
-    relay = Relay(store, settings=DeliverySettings(webhook_secret=secret, timeout=10.0),
-                  relay_id="bench")
+    relay = stack.enter_context(Relay(
+        store, settings=DeliverySettings(webhook_secret=secret, timeout=10.0),
+        relay_id="bench"))
 
     def sample() -> float:
         runs = approved(store, target, count)
@@ -135,7 +139,7 @@ def run(folder: Path, *, rounds: int, batch: int) -> Section:
     with ExitStack() as stack:
         target = receiver(stack)
         store = stack.enter_context(waypost.open_store(str(folder / "delivery.db")))
-        subjects = {RELAY: relay_sample(store, target, batch),
+        subjects = {RELAY: relay_sample(stack, store, target, batch),
                     NEW_CONNECTION: bare_sample(target, batch, keep_alive=False),
                     KEPT_ALIVE: bare_sample(target, batch, keep_alive=True)}
         for subject in subjects.values():

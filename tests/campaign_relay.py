@@ -1,8 +1,9 @@
 """One relay process of the delivery-fault campaign (`tests/integration/
-test_delivery_campaign.py`): `python -m tests.campaign_relay STORE CLOCK_FILE ROOT` serves
-until it is killed, on the campaign's injected clock (real time shifted by the seconds the
-clock file holds, so the campaign can expire a killed relay's lease at once), with short
-timeouts and waits. Credentials and API bases come from the environment, as in production."""
+test_delivery_campaign.py`) and of the batch tests: `python -m tests.campaign_relay STORE
+CLOCK_FILE ROOT [TIMEOUT]` serves until it is killed, on the campaign's injected clock
+(real time shifted by the seconds the clock file holds, so the campaign can expire a
+killed relay's lease at once), with short timeouts and waits (TIMEOUT: seconds one send
+may take). Credentials and API bases come from the environment, as in production."""
 
 from __future__ import annotations
 
@@ -27,12 +28,13 @@ def shifted_clock(path: Path) -> Callable[[], datetime]:
     return clock
 
 
-def main(store: str, clock_file: str, root: str) -> None:
-    settings = load_settings(None, files_root=root, **SETTINGS)
+def main(store: str, clock_file: str, root: str, timeout: str | None = None) -> None:
+    overrides = {**SETTINGS, **({"timeout": float(timeout)} if timeout else {})}
+    settings = load_settings(None, files_root=root, **overrides)
     with open_store(store) as opened:
         relay = Relay(opened, settings=settings, clock=shifted_clock(Path(clock_file)))
         relay.serve(threading.Event(), poll=0.05)
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:4])
+    main(*sys.argv[1:5])

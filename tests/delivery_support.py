@@ -56,6 +56,7 @@ def fast(**overrides: Any) -> DeliverySettings:
 class Request(msgspec.Struct, frozen=True, kw_only=True):
     headers: dict[str, str]
     body: bytes
+    port: int = 0  # the sender's: requests on one kept-alive connection share it
 
     @property
     def id(self) -> str:
@@ -72,10 +73,13 @@ class _QuietServer(ThreadingHTTPServer):
 
 class WebhookServer:
     """A real HTTP receiver: verifies each request with `standardwebhooks`, records it,
-    and answers what `respond` says (200 by default)."""
+    and answers what `respond` says (200 by default); with `keep_alive`, over HTTP/1.1
+    connections kept open between requests (else each request has its own)."""
 
-    def __init__(self, secret: str, respond: Responder | None = None) -> None:
+    def __init__(self, secret: str, respond: Responder | None = None, *,
+                 keep_alive: bool = False) -> None:
         self.secret = secret
+        self.keep_alive = keep_alive
         self.respond: Responder = respond or (lambda request: (200, b"ok"))
         self.requests: list[Request] = []
         self.verified: list[Any] = []
@@ -106,10 +110,12 @@ class WebhookServer:
         server = self
 
         class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1" if server.keep_alive else "HTTP/1.0"
+
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("content-length", "0")))
                 request = Request(headers={k.lower(): v for k, v in self.headers.items()},
-                                  body=body)
+                                  body=body, port=self.client_address[1])
                 status, answer = server._record(request)
                 self.send_response(status)
                 self.send_header("content-length", str(len(answer)))

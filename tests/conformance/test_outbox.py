@@ -21,7 +21,7 @@ from waypost.store import Store
 LEASE = 60.0
 
 
-def _notice_run(store: Store, clock: FakeClock, count: int = 1) -> tuple[str, list[str]]:
+def notice_run(store: Store, clock: FakeClock, count: int = 1) -> tuple[str, list[str]]:
     """A run with `count` notices queued by heartbeats (the store contract alone, no rules)."""
     run, _ = starting.start(store, "t", actor="alice", owner="alice", target="none:",
                         kind=Kind.LONG_RUNNING, max_silence=600, clock=clock)
@@ -61,7 +61,7 @@ def test_approval_queues_exactly_one_final_delivery(store: Store, clock: FakeClo
 
 
 def test_a_key_planned_twice_is_kept_as_it_is(store: Store, clock: FakeClock) -> None:
-    run_id, [key] = _notice_run(store, clock)
+    run_id, [key] = notice_run(store, clock)
     snap = store.load(run_id)
     event = make_event(snap.packet, run_id, Heartbeat(), actor="alice", at=clock(),
                        prev_hash=snap.head_hash)
@@ -74,7 +74,7 @@ def test_a_key_planned_twice_is_kept_as_it_is(store: Store, clock: FakeClock) ->
 
 def test_claim_leases_due_rows_oldest_first_and_counts_the_attempt(
         store: Store, clock: FakeClock) -> None:
-    _, keys = _notice_run(store, clock, count=3)
+    keys = [notice_run(store, clock)[1][0] for _ in range(3)]
     claimed = store.claim_deliveries("relay:1", now=clock(), lease_s=LEASE, limit=2)
     assert [d.key for d in claimed] == keys[:2]
     for row in claimed:
@@ -86,14 +86,14 @@ def test_claim_leases_due_rows_oldest_first_and_counts_the_attempt(
 
 
 def test_rows_not_yet_due_are_not_claimed(store: Store, clock: FakeClock) -> None:
-    _notice_run(store, clock)
+    notice_run(store, clock)
     assert store.claim_deliveries("relay:1", now=clock() - timedelta(seconds=30),
                                   lease_s=LEASE) == []
 
 
 def test_a_leased_row_is_not_claimed_again_until_its_lease_expires(
         store: Store, clock: FakeClock) -> None:
-    _, [key] = _notice_run(store, clock)
+    _, [key] = notice_run(store, clock)
     assert [d.key for d in store.claim_deliveries("relay:1", now=clock(), lease_s=LEASE)] == [key]
     assert store.claim_deliveries("relay:2", now=clock(), lease_s=LEASE) == []
     later = clock() + timedelta(seconds=LEASE + 1)
@@ -105,7 +105,7 @@ def test_a_leased_row_is_not_claimed_again_until_its_lease_expires(
 
 def test_retry_keeps_it_queued_for_later_and_releases_the_lease(
         store: Store, clock: FakeClock) -> None:
-    _, [key] = _notice_run(store, clock)
+    _, [key] = notice_run(store, clock)
     store.claim_deliveries("relay:1", now=clock(), lease_s=LEASE)
     retry_at = clock() + timedelta(seconds=5)
     row = store.retry_delivery(key, "relay:1", error="HTTP 500", retry_at=retry_at)
@@ -119,11 +119,12 @@ def test_retry_keeps_it_queued_for_later_and_releases_the_lease(
 
 
 def test_finish_without_a_run_write_settles_the_row(store: Store, clock: FakeClock) -> None:
-    run_id, keys = _notice_run(store, clock, count=2)
+    run_id, keys = notice_run(store, clock, count=2)
     store.claim_deliveries("relay:1", now=clock(), lease_s=LEASE, limit=2)
     sent = store.finish_delivery(keys[0], "relay:1", at=clock(), receipt="appended")
     assert (sent.status, sent.receipt, sent.sent_at, sent.lease_owner) == (
         DeliveryStatus.SENT, "appended", clock(), None)
+    store.claim_deliveries("relay:1", now=clock(), lease_s=LEASE)  # one row per run at once
     failed = store.finish_delivery(keys[1], "relay:1", at=clock(), error="disk full")
     assert (failed.status, failed.last_error) == (DeliveryStatus.FAILED, "disk full")
     assert store.get(run_id).version == 3  # notices never write to the run
@@ -203,8 +204,8 @@ def test_a_failed_final_delivery_is_queued_again_under_the_same_key(
 
 
 def test_deliveries_of_many_runs_in_one_call(store: Store, clock: FakeClock) -> None:
-    a, keys_a = _notice_run(store, clock, count=2)
-    b, keys_b = _notice_run(store, clock, count=1)
+    a, keys_a = notice_run(store, clock, count=2)
+    b, keys_b = notice_run(store, clock, count=1)
     rows = store.deliveries([b, a, "wp_unknown"])
     assert [d.key for d in rows if d.run_id == a] == keys_a
     assert [d.key for d in rows if d.run_id == b] == keys_b
@@ -213,7 +214,7 @@ def test_deliveries_of_many_runs_in_one_call(store: Store, clock: FakeClock) -> 
 
 def test_next_due_counts_a_live_lease(store: Store, clock: FakeClock) -> None:
     assert store.next_delivery_due() is None
-    _notice_run(store, clock)
+    notice_run(store, clock)
     due = store.next_delivery_due()
     assert due is not None
     assert due <= clock()

@@ -133,7 +133,7 @@ def _unknown(store: Store, clock: FakeClock, *, fail: bool = False) -> str:
         relay = Relay(store, relay_id="1", clock=clock)
         store.finish_delivery(claimed.key, "relay:1", at=clock(), error="no answer",
                               outcome_unknown=True,
-                              write=relay._run_write(claimed, clock(), None, "no answer"))
+                              write=relay._run_write(claimed, snap, clock(), None, "no answer"))
         assert store.get(run_id).version == snap.packet.version + 1
     else:
         store.retry_delivery(claimed.key, "relay:1", error="no answer within 1s",

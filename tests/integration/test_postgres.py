@@ -244,13 +244,16 @@ def _queue_notices(store: PostgresStore, clock: FakeClock, count: int) -> set[st
 def test_concurrent_relays_never_claim_the_same_delivery(pg_url: str) -> None:
     clock = FakeClock()
     with _open(pg_url) as store:
-        keys = _queue_notices(store, clock, 60)
+        keys = set().union(*(_queue_notices(store, clock, 3) for _ in range(20)))
     claimed: dict[str, list[str]] = {"relay-1": [], "relay-2": [], "relay-3": []}
 
-    def relay(name: str) -> None:
+    def relay(name: str) -> None:  # each settles its batch before it claims the next
         with _open(pg_url) as store:
             while batch := store.claim_deliveries(name, now=clock(), lease_s=600, limit=3):
                 claimed[name].extend(d.key for d in batch)
+                for row in batch:
+                    store.finish_delivery(row.key, name, at=clock(), receipt="ok",
+                                          attempt=row.attempts)
 
     threads = [threading.Thread(target=relay, args=(name,)) for name in claimed]
     for thread in threads:

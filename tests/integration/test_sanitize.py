@@ -180,6 +180,17 @@ def test_public_packet_keeps_the_packet_shape(cli: Cli, leaky_run: str) -> None:
     assert public.title.startswith("[REDACTED:deny_list] keys for [REDACTED:email]")
 
 
+def test_a_deny_term_found_in_a_time_leaves_the_times_alone(cli: Cli, leaky_run: str) -> None:
+    from waypost.store import open_store
+
+    with open_store(str(cli.store)) as store:
+        packet = store.get(leaky_run)
+    year = str(packet.created_at.year)  # in every time of the packet, and in no text of it
+    public = public_packet(packet, deny=[year, "Rotate"])
+    assert (public.created_at, public.updated_at) == (packet.created_at, packet.updated_at)
+    assert public.title.startswith("[REDACTED:deny_list] keys for")
+
+
 def _modules_after(args: list[str], store: Path) -> set[str]:
     env = {**os.environ, "WAYPOST_URL": str(store), "WAYPOST_ACTOR": "alice"}
     code = ("import sys; from waypost.cli import main; main(sys.argv[1:]); "

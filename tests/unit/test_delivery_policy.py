@@ -95,6 +95,19 @@ def test_settings_refuse_unknown_keys_and_zero_waits(tmp_path: Path) -> None:
     assert DeliverySettings(timeout=10).lease > 10 * 2
 
 
+def test_concurrency_is_a_bounded_whole_number(tmp_path: Path) -> None:
+    assert DeliverySettings().concurrency == 8
+    (tmp_path / "waypost.toml").write_text("[delivery]\nconcurrency = 3\n")
+    assert load_settings(tmp_path).concurrency == 3
+    for wrong in ('"3"', "2.5", "true"):
+        (tmp_path / "waypost.toml").write_text(f"[delivery]\nconcurrency = {wrong}\n")
+        with pytest.raises(InvalidInput, match="concurrency must be a whole number"):
+            load_settings(tmp_path)
+    for wrong_count in (0, 65):
+        with pytest.raises(InvalidInput, match="concurrency must be 1 to 64"):
+            DeliverySettings(concurrency=wrong_count)
+
+
 def test_allow_paths_are_absolute_from_the_config_folder(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HOME", "/home/someone")

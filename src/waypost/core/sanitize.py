@@ -22,12 +22,13 @@ from __future__ import annotations
 import bisect
 import re
 from collections.abc import Iterable, Iterator, Sequence
+from datetime import datetime
 from typing import Any
 
 import msgspec
 
 from waypost.core.sanitize_rules import HOME_AFTER_HIT, RULES, FindingKind, Hit, Subject
-from waypost.model import Packet, from_json, to_builtins, to_json
+from waypost.model import Packet, from_json, to_json
 
 __all__ = ["WITHHELD", "Finding", "FindingKind", "find", "mask", "public_packet", "redact",
            "scan_bytes", "text_of"]
@@ -168,8 +169,9 @@ WITHHELD = "[withheld: the private summary is not part of the public packet]"
 
 def public_packet(packet: Packet, *, deny: Sequence[str] = (),
                   allow: Sequence[str] = ()) -> Packet:
-    """The packet safe to show anyone: the private summary dropped, every string redacted."""
-    document = to_builtins(packet)
+    """The packet safe to show anyone: the private summary dropped, every string redacted.
+    Its times stay times, not redacted: they hold no text (and cost a third of the work)."""
+    document = msgspec.to_builtins(packet, builtin_types=(datetime,))
     if document.get("result"):
         document["result"]["summary"] = WITHHELD
     return from_json(to_json(_redact_tree(document, deny, allow)), Packet)

@@ -21,6 +21,7 @@ from typing import Any
 from waypost.core.targets import service_parts
 from waypost.delivery import document
 from waypost.delivery.base import Outgoing, Target
+from waypost.delivery.connections import Connections
 from waypost.delivery.policy import Attempt, for_github, missing_credential, retry, sent
 from waypost.delivery.rest import Answer, Api, Failed
 from waypost.display import md_block
@@ -43,12 +44,14 @@ def _run_marker(run_id: str) -> str:
 
 
 class _GitHub(Target):
-    def __init__(self, uri: str, *, token: str | None, api: str, timeout: float) -> None:
+    def __init__(self, uri: str, *, token: str | None, api: str, timeout: float,
+                 connections: Connections | None = None) -> None:
         self.uri = uri
         self.parts = service_parts(uri)
         self.token = token
         self.base = api
         self.timeout = timeout
+        self.connections = connections
 
     @property
     def repo(self) -> str:
@@ -61,7 +64,8 @@ class _GitHub(Target):
                    "accept": "application/vnd.github+json",
                    "x-github-api-version": API_VERSION}
         try:
-            with Api(self.base, headers, timeout=self.timeout, at=at) as api:
+            with Api(self.base, headers, timeout=self.timeout, at=at,
+                     connections=self.connections) as api:
                 return self._send(api, outgoing, at)
         except Failed as failed:
             return failed.attempt
@@ -147,8 +151,8 @@ class GitHubStatusTarget(_GitHub):
     """Commit statuses: `waypost/run`, and one per gate with the final result."""
 
     def __init__(self, uri: str, *, token: str | None, api: str, timeout: float,
-                 board: str | None = None) -> None:
-        super().__init__(uri, token=token, api=api, timeout=timeout)
+                 board: str | None = None, connections: Connections | None = None) -> None:
+        super().__init__(uri, token=token, api=api, timeout=timeout, connections=connections)
         self.board = board
 
     def _send(self, api: Api, outgoing: Outgoing, at: datetime) -> Attempt:

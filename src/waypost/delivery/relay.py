@@ -1,10 +1,17 @@
-"""The outbox relay: claim a due delivery with a lease, send it, record what happened.
+"""The outbox relay: claim due deliveries with a lease, send them, record what happened.
 
 At-least-once with one idempotency key: a relay that dies mid-send leaves its lease to
 expire, and the next relay sends again under the same key (`webhook-id`), which receivers
 dedupe. A final delivery's receipt and the run's move to `delivered` (or to `blocked`,
-when it failed for good) are committed in one transaction, guarded by the lease, so two
-relays can never both record it. Notices never change the run's state.
+when it failed for good) are committed in one transaction, guarded by the lease and the
+claim's attempt (its fencing token), so two relays, or two claims, can never both record
+it. Notices never change the run's state.
+
+Throughput: deliveries are claimed in batches of up to `concurrency` (one per run: a run's
+deliveries go one after another) and sent at once by as many threads, each settling its
+own result as it comes, on connections kept alive between sends (`delivery.connections`).
+A batch is claimed only when that many threads are free, so every claimed delivery starts
+at once and its send ends (by the timeout) well inside its lease.
 """
 
 from __future__ import annotations
@@ -14,7 +21,11 @@ import random
 import socket
 import threading
 from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from datetime import datetime, timedelta
+from functools import partial
+from types import TracebackType
+from typing import Self
 
 import msgspec
 
@@ -22,9 +33,10 @@ from waypost.core import receipts
 from waypost.core.authority import RELAY_PREFIX
 from waypost.core.history import prepare
 from waypost.core.machine import next_blocker_id
-from waypost.core.writes import RunWrite
+from waypost.core.writes import RunWrite, Snapshot
 from waypost.delivery import document, policy
 from waypost.delivery.base import Outgoing, Resolver
+from waypost.delivery.connections import Connections
 from waypost.delivery.settings import DeliverySettings, delivery_root
 from waypost.delivery.targets import resolve
 from waypost.durations import Clock, utcnow
@@ -48,11 +60,15 @@ def relay_name(given: str | None) -> str:
 
 
 class Relay:
-    """One relay process (or thread): `drain` once, or `serve` until told to stop."""
+    """One relay process (or thread): `drain` once, or `serve` until told to stop.
+
+    Its HTTP connections stay alive for one `drain`, or, inside `with relay:` (and while it
+    serves), until the block ends. `targets` (default: `targets.resolve` on those
+    connections) names the target of each recorded URI."""
 
     def __init__(self, store: Store, *, settings: DeliverySettings | None = None,
                  relay_id: str | None = None, clock: Clock = utcnow,
-                 rand: Callable[[], float] = random.random, targets: Resolver = resolve,
+                 rand: Callable[[], float] = random.random, targets: Resolver | None = None,
                  deny: Sequence[str] = (), allow: Sequence[str] = (),
                  report: Callable[[Delivery], None] | None = None) -> None:
         self.store = store
@@ -60,14 +76,27 @@ class Relay:
         self.id = relay_name(relay_id)
         self.clock = clock
         self.rand = rand
-        self.targets = targets
+        self.connections = Connections(most=self.settings.concurrency,
+                                       timeout=self.settings.timeout)
+        self.targets = targets or partial(resolve, connections=self.connections)
         self.terms = (tuple(deny), tuple(allow))
         self.report = report
         self.started_at = clock()
         self.last_beat: datetime | None = None
+        self._kept = 0  # `with` blocks open: while any is, connections outlive each drain
 
     def __repr__(self) -> str:
         return f"Relay({self.id!r})"
+
+    def __enter__(self) -> Self:
+        self._kept += 1
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self._kept -= 1
+        if not self._kept:
+            self.connections.close()
 
     # --- registration -------------------------------------------------------------------
 
@@ -87,18 +116,46 @@ class Relay:
     # --- the loop -----------------------------------------------------------------------
 
     def drain(self, stop: threading.Event | None = None) -> list[Delivery]:
-        """Attempt every delivery that is due, one at a time; return them as recorded."""
-        done: list[Delivery] = []
-        while stop is None or not stop.is_set():
-            claimed = self.store.claim_deliveries(self.id, now=self.clock(),
-                                                  lease_s=self.settings.lease, limit=1)
-            if not claimed:
+        """Attempt every delivery that is due, up to `concurrency` at once; return them as
+        recorded, in the order they were claimed."""
+        most = self.settings.concurrency
+        try:
+            with ThreadPoolExecutor(max_workers=most,
+                                    thread_name_prefix=f"waypost-{self.id}") as senders:
+                return self._drain(senders, most, stop)
+        finally:
+            if not self._kept:
+                self.connections.close()
+
+    def _drain(self, senders: ThreadPoolExecutor, most: int,
+               stop: threading.Event | None) -> list[Delivery]:
+        sending: dict[Future[Delivery], int] = {}  # each send, by its place in claim order
+        done: list[tuple[int, Delivery]] = []
+        dry = False  # the last claim found nothing due; claim again once a send ends
+        while True:
+            free = most - len(sending)
+            # claim a batch once half the senders are free (or none is busy), so a claim
+            # serves several sends, and each delivery claimed is sent at once
+            if not dry and (stop is None or not stop.is_set()) and \
+                    (not sending or free >= max(1, most // 2)):
+                claimed = self.store.claim_deliveries(self.id, now=self.clock(),
+                                                      lease_s=self.settings.lease, limit=free)
+                rows = self.store.deliveries([d.run_id for d in claimed]) if claimed else []
+                for delivery in claimed:
+                    earlier = [d for d in rows if d.run_id == delivery.run_id]
+                    sending[senders.submit(self.attempt, delivery, earlier)] = \
+                        len(done) + len(sending)
+                dry = not claimed
+            if not sending:
                 break
-            done.append(self.attempt(claimed[0]))
-            if self.report is not None:
-                self.report(done[-1])
+            ended, _ = wait(sending, return_when=FIRST_COMPLETED)
+            for send in ended:
+                done.append((sending.pop(send), send.result()))
+                if self.report is not None:
+                    self.report(done[-1][1])
+            dry = False
             self._renew()
-        return done
+        return [delivery for _, delivery in sorted(done, key=lambda placed: placed[0])]
 
     def _renew(self) -> None:
         """Keep a registered relay registered through a long drain."""
@@ -107,13 +164,15 @@ class Relay:
             self.beat()
 
     def serve(self, stop: threading.Event, *, poll: float = 1.0) -> None:
-        """Drain, sleep until the next delivery is due (at most `poll`), repeat until `stop`."""
+        """Drain, sleep until the next delivery is due (at most `poll`), repeat until `stop`;
+        the connections stay alive meanwhile, and close when it stops."""
         self.beat()
         try:
-            while not stop.is_set():
-                self.drain(stop)
-                self._renew()
-                stop.wait(self._pause(poll))
+            with self:
+                while not stop.is_set():
+                    self.drain(stop)
+                    self._renew()
+                    stop.wait(self._pause(poll))
         finally:
             self.leave()
 
@@ -125,23 +184,26 @@ class Relay:
 
     # --- one delivery -------------------------------------------------------------------
 
-    def attempt(self, delivery: Delivery) -> Delivery:
-        """Send one claimed delivery and record the outcome (as it then stands)."""
+    def attempt(self, delivery: Delivery, rows: Sequence[Delivery] | None = None) -> Delivery:
+        """Send one claimed delivery and record the outcome (as it then stands); `rows`:
+        its run's deliveries as read when it was claimed (else they are read now)."""
         try:
-            return self._attempt(delivery)
+            return self._attempt(delivery, rows)
         except StaleLease:  # our lease ran out mid-send and another relay took it over
             return next(d for d in self.store.deliveries([delivery.run_id])
                         if d.key == delivery.key)
 
-    def _attempt(self, delivery: Delivery) -> Delivery:
-        packet = self.store.get(delivery.run_id)
+    def _attempt(self, delivery: Delivery, rows: Sequence[Delivery] | None) -> Delivery:
+        read = self.store.load(delivery.run_id)
+        packet = read.packet
         if delivery.purpose is Purpose.FINAL and packet.state is not State.APPROVED:
             return self._settle(delivery, error=f"run {packet.id} is {packet.state}, not "
                                 "approved: the final delivery was not sent")
         event = None if delivery.purpose is Purpose.FINAL else self._event(delivery)
         deny, allow = self.terms
-        earlier = tuple(d for d in self.store.deliveries([delivery.run_id])
-                        if d.key != delivery.key)
+        if rows is None:
+            rows = self.store.deliveries([delivery.run_id])
+        earlier = tuple(d for d in rows if d.key != delivery.key)
         outgoing = Outgoing(delivery=delivery, earlier=earlier, document=document.build(
             packet, delivery, event=event, deny=deny, allow=allow))
         try:
@@ -149,17 +211,20 @@ class Relay:
                                                                       at=self.clock())
         except Exception as exc:  # a target's own bug must not stop the relay
             result = policy.unexpected(exc)
-        return self.record(delivery, result)
+        return self.record(delivery, result, read)
 
     def _event(self, delivery: Delivery) -> Event | None:
         return next((e for e in self.store.events(delivery.run_id)
                      if e.seq == delivery.event_seq), None)
 
-    def record(self, delivery: Delivery, result: policy.Attempt) -> Delivery:
-        """Store what one attempt did: the receipt, a retry time, or the failure for good."""
+    def record(self, delivery: Delivery, result: policy.Attempt,
+               read: Snapshot | None = None) -> Delivery:
+        """Store what one attempt did: the receipt, a retry time, or the failure for good;
+        `read`: the run as read before the attempt (a final delivery's event is decided
+        from it first, and from the run read again if it has moved since)."""
         if result.outcome is policy.Outcome.SENT:
             return self._settle(delivery, receipt=result.detail, assurance=result.assurance,
-                                refs=result.refs)
+                                refs=result.refs, read=read)
         s = self.settings
         retry_at = policy.next_try(result, attempts=delivery.attempts, now=self.clock(),
                                    queued_at=delivery.queued_at, base=s.backoff_base,
@@ -167,18 +232,19 @@ class Relay:
         unknown = result.outcome_unknown  # recorded on the row: a retarget must respect it
         if retry_at is not None:
             return self.store.retry_delivery(delivery.key, self.id, error=result.detail,
-                                             retry_at=retry_at, outcome_unknown=unknown)
+                                             retry_at=retry_at, outcome_unknown=unknown,
+                                             attempt=delivery.attempts)
         error = result.detail
         if result.outcome is policy.Outcome.RETRY:
             error = policy.exhausted(error, delivery.attempts, s.horizon)
         else:
             error = f"{error} (permanent: retrying would not help, so it was not retried)"
-        return self._settle(delivery, error=error, outcome_unknown=unknown)
+        return self._settle(delivery, error=error, outcome_unknown=unknown, read=read)
 
     def _settle(self, delivery: Delivery, *, receipt: str | None = None,
                 error: str | None = None, outcome_unknown: bool = False,
                 assurance: DeliveryAssurance | None = None,
-                refs: dict[str, str] | None = None) -> Delivery:
+                refs: dict[str, str] | None = None, read: Snapshot | None = None) -> Delivery:
         """Finish the row; for the final delivery, with the run's event in the same commit.
         The row keeps the structured receipt (`core.receipts`), the run what was said."""
         at = self.clock()
@@ -186,19 +252,26 @@ class Relay:
             receipts.SentReceipt(said=receipt, assurance=assurance, refs=refs or {}))
         if delivery.purpose is not Purpose.FINAL:
             return self.store.finish_delivery(delivery.key, self.id, at=at, receipt=stored,
-                                              error=error, outcome_unknown=outcome_unknown)
-        # the run may change meanwhile (a transfer, a cancel): then it is decided again
-        return retry_conflicts(lambda: self.store.finish_delivery(
-            delivery.key, self.id, at=at, receipt=stored, error=error,
-            write=self._run_write(delivery, at, receipt, error, assurance),
-            outcome_unknown=outcome_unknown), what=delivery.key)
+                                              error=error, outcome_unknown=outcome_unknown,
+                                              attempt=delivery.attempts)
+        # the run may change meanwhile (a transfer, a cancel): then it is decided again,
+        # from the run read again (the version guard says whether `read` still stands)
+        reads = [read] if read is not None else []
 
-    def _run_write(self, delivery: Delivery, at: datetime, receipt: str | None,
-                   error: str | None, assurance: DeliveryAssurance | None = None
-                   ) -> RunWrite | None:
+        def settle() -> Delivery:
+            snap = reads.pop() if reads else self.store.load(delivery.run_id)
+            return self.store.finish_delivery(
+                delivery.key, self.id, at=at, receipt=stored, error=error,
+                write=self._run_write(delivery, snap, at, receipt, error, assurance),
+                outcome_unknown=outcome_unknown, attempt=delivery.attempts)
+
+        return retry_conflicts(settle, what=delivery.key)
+
+    def _run_write(self, delivery: Delivery, snap: Snapshot, at: datetime,
+                   receipt: str | None, error: str | None,
+                   assurance: DeliveryAssurance | None = None) -> RunWrite | None:
         """The run's `delivered` / `delivery_failed` event, or None when the run can no longer
         take it (it was cancelled meanwhile): then only the row is settled."""
-        snap = self.store.load(delivery.run_id)
         before = snap.packet
         data: AnyEventData
         if receipt is not None:

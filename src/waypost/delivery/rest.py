@@ -1,19 +1,22 @@
 """Calls to a JSON web API (Slack's, GitHub's) for one send: every call of the send shares
-one overall deadline (`waypost.system.web.deadline_client`), and every failure becomes an
+one overall deadline (`waypost.system.web`), on the relay's kept-alive connections when it
+has them (`delivery.connections`), and every failure becomes an
 `Attempt` through the one classifier (`delivery.policy`), raised as `Failed` so a target
 reads as the happy path. httpx is imported only when a call is really made."""
 
 from __future__ import annotations
 
 import json
+from contextlib import AbstractContextManager
 from datetime import datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from waypost.delivery.connections import Connections, client_for
 from waypost.delivery.policy import Attempt, retry
-from waypost.delivery.webhook import after_sending, retry_after, tls_context
+from waypost.delivery.webhook import after_sending, retry_after
 
 if TYPE_CHECKING:
     import httpx
@@ -45,25 +48,27 @@ class Api:
     """One send's client: `with Api(base, headers, timeout, at) as api: api.call(...)`."""
 
     def __init__(self, base: str, headers: dict[str, str], *, timeout: float,
-                 at: datetime, shown_as: str | None = None) -> None:
+                 at: datetime, shown_as: str | None = None,
+                 connections: Connections | None = None) -> None:
         self.base = base.rstrip("/")
         self.shown_as = shown_as  # how errors name the service (a URL may be a secret)
         self.headers = {"user-agent": "waypost-relay", **headers}
         self.timeout = timeout
         self.at = at
+        self.connections = connections
+        self._session: AbstractContextManager[httpx.Client] | None = None
         self._client: httpx.Client | None = None
 
     def __enter__(self) -> Api:
-        from waypost.system.web import deadline_client
-
-        self._client = deadline_client(self.base, self.timeout, verify=tls_context(),
-                                       connect=min(self.timeout, 10.0))
+        self._session = client_for(self.base, self.timeout, self.connections)
+        self._client = self._session.__enter__()
         return self
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
-        if self._client is not None:
-            self._client.close()
+        if self._session is not None:
+            self._session.__exit__(kind, exc, tb)
+            self._session = self._client = None
 
     def url(self, path: str) -> str:
         return path if path.startswith(("https://", "http://")) else self.base + path

@@ -5,6 +5,7 @@
     max_delay = "1h"         # no single wait is longer than this
     horizon = "3d"           # past this since the delivery was queued, it fails for good
     timeout = "30s"          # one send (HTTP request or exec command) is cut off after this
+    concurrency = 8          # sends in flight at once (claimed together, one per run)
     webhook_secret = "whsec_…"   # WAYPOST_WEBHOOK_SECRET wins when both are set
     allow_paths = ["/srv/reports", "~/reports"]   # file: targets may also write here
     slack_token = "xoxb-…"       # SLACK_BOT_TOKEN wins
@@ -40,7 +41,8 @@ ENVIRONMENT = {"webhook_secret": SECRET_ENV, "slack_token": "SLACK_BOT_TOKEN",
                "slack_api": "WAYPOST_SLACK_API", "github_token": "GITHUB_TOKEN",
                "github_api": "GITHUB_API_URL", "smtp_url": "WAYPOST_SMTP_URL",
                "smtp_from": "WAYPOST_SMTP_FROM", "board_url": "WAYPOST_BOARD_URL"}
-_OTHERS = (*ENVIRONMENT, "allow_paths")
+_OTHERS = (*ENVIRONMENT, "allow_paths", "concurrency")
+MOST_CONCURRENT = 64  # the most sends a relay may have in flight at once
 
 
 class DeliverySettings(msgspec.Struct, frozen=True, kw_only=True):
@@ -48,6 +50,7 @@ class DeliverySettings(msgspec.Struct, frozen=True, kw_only=True):
     max_delay: float = 3600.0  # the longest single wait between attempts
     horizon: float = 3 * 86400.0  # retries stop this long after the delivery was queued
     timeout: float = 30.0  # one send is cut off after this
+    concurrency: int = 8  # sends in flight at once; also the relay's kept connections
     webhook_secret: str | None = None  # whsec_… (Standard Webhooks), for http(s) targets
     files_root: str | None = None  # relative file: targets resolve here (None: the cwd)
     allow_paths: tuple[str, ...] = ()  # absolute folders file: targets may write to as well
@@ -67,6 +70,9 @@ class DeliverySettings(msgspec.Struct, frozen=True, kw_only=True):
             if getattr(self, name) <= 0:
                 raise InvalidInput(f"the delivery {name.replace('_', ' ')} must be more than 0",
                                    hint="e.g. deliver --backoff-base 0.2s --timeout 30s")
+        if not 1 <= self.concurrency <= MOST_CONCURRENT:
+            raise InvalidInput(f"the delivery concurrency must be 1 to {MOST_CONCURRENT}, "
+                               f"not {self.concurrency}", hint="e.g. [delivery] concurrency = 8")
 
     @property
     def lease(self) -> float:
@@ -151,6 +157,11 @@ def _table(path: str) -> dict[str, Any]:
     values.update({k: str(raw[k]) for k in ENVIRONMENT if k in raw})
     if "allow_paths" in raw:
         values["allow_paths"] = _allow_paths({"delivery": raw}, path)
+    if "concurrency" in raw:
+        if not isinstance(raw["concurrency"], int) or isinstance(raw["concurrency"], bool):
+            raise InvalidInput(f"{path}: [delivery] concurrency must be a whole number",
+                               hint="e.g. concurrency = 8")
+        values["concurrency"] = raw["concurrency"]
     return values
 
 

@@ -23,6 +23,7 @@ from typing import Any
 
 from waypost.core import receipts
 from waypost.delivery.base import Outgoing, Target
+from waypost.delivery.connections import Connections
 from waypost.delivery.policy import (
     Attempt,
     Outcome,
@@ -43,19 +44,22 @@ NO_TOKEN = "SLACK_BOT_TOKEN is not set (nor [delivery] slack_token)"
 
 
 class SlackTarget(Target):
-    def __init__(self, uri: str, *, token: str | None, api: str, timeout: float) -> None:
+    def __init__(self, uri: str, *, token: str | None, api: str, timeout: float,
+                 connections: Connections | None = None) -> None:
         self.uri = uri
         self.channel = uri.removeprefix("slack:")
         self.token = token
         self.base = api
         self.timeout = timeout
+        self.connections = connections
 
     def send(self, outgoing: Outgoing, *, at: datetime) -> Attempt:
         if not self.token:
             return missing_credential(NO_TOKEN)
         headers = {"authorization": f"Bearer {self.token}"}
         try:
-            with Api(self.base, headers, timeout=self.timeout, at=at) as api:
+            with Api(self.base, headers, timeout=self.timeout, at=at,
+                     connections=self.connections) as api:
                 return self._send(api, outgoing)
         except Failed as failed:
             return failed.attempt
@@ -195,14 +199,17 @@ def escape(text: str) -> str:
 class SlackWebhookTarget(Target):
     """An incoming webhook: a POST of the message text; at-least-once (nothing to search)."""
 
-    def __init__(self, url: str, *, timeout: float) -> None:
+    def __init__(self, url: str, *, timeout: float,
+                 connections: Connections | None = None) -> None:
         self.url = url
         self.timeout = timeout
+        self.connections = connections
 
     def send(self, outgoing: Outgoing, *, at: datetime) -> Attempt:
         where = "the Slack incoming webhook"  # its URL is a secret: never shown
         try:
-            with Api(self.url, {}, timeout=self.timeout, at=at, shown_as=where) as api:
+            with Api(self.url, {}, timeout=self.timeout, at=at, shown_as=where,
+                     connections=self.connections) as api:
                 answer = api.call("POST", self.url,
                                   body={"text": message_text(outgoing.document)})
         except Failed as failed:

@@ -20,6 +20,7 @@ import shlex
 import tempfile
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from waypost.core.targets import FORMS, STORE_DIR, Places, check_uri, file_destination, inside
 from waypost.delivery import document
@@ -38,11 +39,16 @@ from waypost.errors import InvalidInput
 from waypost.model import DeliveryAssurance, Purpose
 from waypost.system.process import run_bounded
 
+if TYPE_CHECKING:
+    from waypost.delivery.connections import Connections
+
 NOTHING_SENT = "target none: nothing was sent; nobody was told"
 
 
-def resolve(uri: str, settings: DeliverySettings) -> Target:
-    """The target a recorded URI names; a malformed or unsupported one gives up, saying why."""
+def resolve(uri: str, settings: DeliverySettings, *,
+            connections: Connections | None = None) -> Target:
+    """The target a recorded URI names; a malformed or unsupported one gives up, saying why.
+    HTTP targets send on `connections` (kept alive between sends) when given."""
     places = settings.places
     try:
         check_uri(uri, places)
@@ -51,12 +57,13 @@ def resolve(uri: str, settings: DeliverySettings) -> Target:
     if uri.startswith(("https://", "http://")):
         from waypost.delivery.webhook import WebhookTarget
 
-        return WebhookTarget(uri, secret=settings.webhook_secret, timeout=settings.timeout)
+        return WebhookTarget(uri, secret=settings.webhook_secret, timeout=settings.timeout,
+                             connections=connections)
     missing = missing_credential(uri, settings)
     if missing is not None:
         return Unusable(missing)
     if uri.startswith(("slack:", "slack-webhook:", "github:", "github-status:", "mailto:")):
-        return _service(uri, settings)
+        return _service(uri, settings, connections)
     if uri.startswith("file:"):
         return FileTarget(Path(file_destination(uri, places)), places)
     if uri.startswith("exec:"):
@@ -64,27 +71,29 @@ def resolve(uri: str, settings: DeliverySettings) -> Target:
     return NoneTarget()
 
 
-def _service(uri: str, settings: DeliverySettings) -> Target:
+def _service(uri: str, settings: DeliverySettings, kept: Connections | None) -> Target:
     """A Slack, GitHub or email target (each module imported only when it is used)."""
     s = settings
     if uri.startswith("slack:"):
         from waypost.delivery.slack import SlackTarget
 
-        return SlackTarget(uri, token=s.slack_token, api=s.slack_api, timeout=s.timeout)
+        return SlackTarget(uri, token=s.slack_token, api=s.slack_api, timeout=s.timeout,
+                           connections=kept)
     if uri.startswith("slack-webhook:"):
         from waypost.delivery.slack import SlackWebhookTarget
 
-        return SlackWebhookTarget(uri.removeprefix("slack-webhook:"), timeout=s.timeout)
+        return SlackWebhookTarget(uri.removeprefix("slack-webhook:"), timeout=s.timeout,
+                                  connections=kept)
     if uri.startswith("github:"):
         from waypost.delivery.github import GitHubCommentTarget
 
         return GitHubCommentTarget(uri, token=s.github_token, api=s.github_api,
-                                   timeout=s.timeout)
+                                   timeout=s.timeout, connections=kept)
     if uri.startswith("github-status:"):
         from waypost.delivery.github import GitHubStatusTarget
 
         return GitHubStatusTarget(uri, token=s.github_token, api=s.github_api,
-                                  timeout=s.timeout, board=s.board_url)
+                                  timeout=s.timeout, board=s.board_url, connections=kept)
     from waypost.delivery.mail import MailTarget
 
     return MailTarget(uri, smtp_url=s.smtp_url, sender=s.smtp_from, timeout=s.timeout)

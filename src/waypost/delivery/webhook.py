@@ -1,12 +1,11 @@
 """The `http(s):` target: a POST signed per Standard Webhooks, ended by one overall deadline
-(`waypost.system.web`: a receiver trickling its answer cannot hold the relay). httpx is
+(`waypost.system.web`: a receiver trickling its answer cannot hold the relay), on the
+relay's kept-alive connections (`delivery.connections`) when it has them. httpx is
 imported only when a webhook is really sent."""
 
 from __future__ import annotations
 
 import email.utils
-import functools
-import ssl
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
@@ -14,6 +13,7 @@ import msgspec
 
 from waypost.delivery import signing
 from waypost.delivery.base import Outgoing, Target
+from waypost.delivery.connections import Connections, client_for
 from waypost.delivery.policy import Attempt, for_status, keyed, retry
 from waypost.errors import InvalidInput
 
@@ -26,10 +26,12 @@ RECEIPT_BYTES = 200
 
 
 class WebhookTarget(Target):
-    def __init__(self, url: str, *, secret: str | None, timeout: float) -> None:
+    def __init__(self, url: str, *, secret: str | None, timeout: float,
+                 connections: Connections | None = None) -> None:
         self.url = url
         self.secret = secret
         self.timeout = timeout
+        self.connections = connections
 
     def headers(self, outgoing: Outgoing, at: datetime) -> dict[str, str]:
         """The Standard Webhooks headers: webhook-id is the delivery's idempotency key."""
@@ -49,11 +51,8 @@ class WebhookTarget(Target):
             return retry(exc.message)  # the relay's configuration, not the receiver, is wrong
         import httpx
 
-        from waypost.system.web import deadline_client
-
         try:
-            with deadline_client(self.url, self.timeout, verify=tls_context(),
-                                 connect=min(self.timeout, 10.0)) as client, \
+            with client_for(self.url, self.timeout, self.connections) as client, \
                     client.stream("POST", self.url, content=outgoing.body,
                                   headers=headers) as response:
                 attempt = for_status(response.status_code, response.reason_phrase,
@@ -77,14 +76,6 @@ def after_sending(exc: Exception) -> bool:
     import httpx
 
     return isinstance(exc, httpx.ReadTimeout | httpx.ReadError | httpx.RemoteProtocolError)
-
-
-@functools.cache
-def tls_context() -> ssl.SSLContext:
-    """One TLS context per process: loading the CA bundle costs ~70 ms, a send should not."""
-    import httpx
-
-    return httpx.create_ssl_context()
 
 
 def _head(response: httpx.Response) -> str:

@@ -44,6 +44,7 @@ def check_moves(stored: _Moment | None, due: _Moment | None, *, now: _Moment) ->
     return due < stored or stored <= now
 
 
+CLAIM_WINDOW = 8  # a claim of n chooses one row per run among the earliest n * this due
 PRUNE_BATCH = 500  # runs deleted per transaction by `Store.prune`
 MAX_CONFLICTS = 200  # a write decided again this many times has met a writer storm: give up
 
@@ -68,8 +69,8 @@ def retry_conflicts(attempt: Callable[[], _T], *, what: str, limit: int = MAX_CO
 def lost_lease(current: Delivery, relay: str) -> StaleLease:
     """The error for a relay finishing or retrying a delivery it no longer holds, as it
     stands now (`current`)."""
-    now_with = (f"{current.lease_owner} holds it now" if current.lease_owner
-                else f"it is {current.status}")
+    now_with = (f"{current.lease_owner} holds it now (attempt {current.attempts})"
+                if current.lease_owner else f"it is {current.status}")
     return StaleLease(
         f"relay {relay} no longer holds delivery {current.key}: {now_with}",
         hint=f"nothing to do: see where it stands with: waypost show {current.run_id}",
@@ -211,32 +212,41 @@ class Store(ABC):
     @abstractmethod
     def claim_deliveries(self, relay: str, *, now: datetime, lease_s: float,
                          limit: int = 1) -> list[Delivery]:
-        """Lease up to `limit` due deliveries to `relay`; return them as updated.
+        """Lease up to `limit` due deliveries to `relay` (a batch a relay sends at once);
+        return them as updated, in claim order.
 
         Due: status `queued`, `next_attempt_at <= now`, and no live lease (none, or
         `lease_expires_at <= now`: its relay died mid-attempt). Earliest `next_attempt_at`
-        first. Each claimed row gets `lease_owner = relay`, `lease_expires_at = now +
-        lease_s`, `last_attempt_at = now` and `attempts + 1`. Concurrent callers never get
-        the same row while its lease is live.
+        first (then key). One row per run at a time: a claim takes only the earliest due
+        row of each run (among the earliest `limit * CLAIM_WINDOW` due rows), and none of
+        a run that has a row leased live, so a run's deliveries are sent one after the
+        other, in order (a Slack notice's message exists before the next notice updates
+        it). Each claimed row gets `lease_owner = relay`, `lease_expires_at = now +
+        lease_s`, `last_attempt_at = now` and `attempts + 1` (the attempt, which
+        `retry_delivery` and `finish_delivery` take as the claim's fencing token).
+        Concurrent callers never get the same row while its lease is live.
         """
 
     @abstractmethod
     def retry_delivery(self, key: str, relay: str, *, error: str, retry_at: datetime,
-                       outcome_unknown: bool = False) -> Delivery:
+                       outcome_unknown: bool = False, attempt: int | None = None
+                       ) -> Delivery:
         """Record a failed attempt that may succeed later: the row stays `queued`, due at
         `retry_at`, with `last_error = error` and its lease cleared. With `outcome_unknown`
         (the request went out, no answer came back) `outcome_unknown_at` becomes the
         attempt's start (`last_attempt_at`); it stays set until the target changes.
 
         StaleLease if `relay` is not the row's `lease_owner` or the row is not `queued`
-        (another relay took it over); NotFound for an unknown key. Nothing changes then.
+        (another relay took it over), or with `attempt` (the fencing token: the `attempts`
+        of the row as claimed) if the row has been claimed since, by any relay (its lease
+        lapsed mid-send); NotFound for an unknown key. Nothing changes then.
         """
 
     @abstractmethod
     def finish_delivery(self, key: str, relay: str, *, at: datetime,
                         receipt: str | None = None, error: str | None = None,
-                        write: RunWrite | None = None,
-                        outcome_unknown: bool = False) -> Delivery:
+                        write: RunWrite | None = None, outcome_unknown: bool = False,
+                        attempt: int | None = None) -> Delivery:
         """Settle a delivery for good and clear its lease, in one transaction: `sent` with
         `sent_at = at` and `receipt` (when `receipt` is given; `last_error` is kept), else
         `failed` with `last_error = error` (kept as it was when `error` is None), marked as
@@ -256,8 +266,9 @@ class Store(ABC):
 
     @abstractmethod
     def next_delivery_due(self) -> datetime | None:
-        """When the earliest `queued` delivery becomes claimable (the later of its
-        `next_attempt_at` and its live lease's expiry); None when nothing is queued."""
+        """When the earliest `queued` delivery becomes claimable, at the latest: the later
+        of its `next_attempt_at` and the expiry of every live lease on its run's queued
+        rows (its own, or the one in flight before it); None when nothing is queued."""
 
     @abstractmethod
     def beat_relay(self, relay: RelayInfo) -> None:

@@ -294,11 +294,11 @@ class PostgresStore(PostgresSide):
 
     def finish_delivery(self, key: str, relay: str, *, at: datetime,
                         receipt: str | None = None, error: str | None = None,
-                        write: RunWrite | None = None,
-                        outcome_unknown: bool = False) -> Delivery:
+                        write: RunWrite | None = None, outcome_unknown: bool = False,
+                        attempt: int | None = None) -> Delivery:
         with self._cursor(f"settle delivery {key}", write=True) as cur:
             settled = outbox_sql.finish(cur, key, relay, at=at, receipt=receipt, error=error,
-                                        outcome_unknown=outcome_unknown)
+                                        outcome_unknown=outcome_unknown, attempt=attempt)
             if write is not None:
                 self._write_runs(cur, [write])
         return settled

@@ -16,6 +16,7 @@ import psycopg
 from waypost.core.outbox import settle_final
 from waypost.errors import NotFound
 from waypost.model import Delivery, DeliveryStatus, OutboxItem, Purpose, RelayInfo
+from waypost.store.base import CLAIM_WINDOW as WINDOW
 from waypost.store.base import lost_lease
 
 Cursor = psycopg.Cursor[Any]
@@ -25,7 +26,9 @@ _COLUMNS = ("key, run_id, purpose, topic, target, event_seq, created_at, queued_
 # an attempt whose outcome is unknown marks its row (from when the attempt started)
 _UNKNOWN = ("outcome_unknown_at = CASE WHEN %s THEN last_attempt_at"
             " ELSE outcome_unknown_at END")
-_HELD = "key = %s AND status = 'queued' AND lease_owner = %s"
+# held by the relay, and (given the claim's attempt, its fencing token) not claimed since
+_HELD = ("key = %s AND status = 'queued' AND lease_owner = %s"
+         " AND (%s::integer IS NULL OR attempts = %s)")
 
 
 def from_row(row: Sequence[Any]) -> Delivery:
@@ -97,42 +100,58 @@ def get(cur: Cursor, key: str) -> Delivery:
     return from_row(row)
 
 
+# the due rows a claim chooses from: the earliest `WINDOW` times its limit that no other
+# claim has locked, none of a run with a row in flight (leased live); of those, each run's
+# earliest. The rows looked at stay locked until the claim commits, so a concurrent claim
+# skips them, and does not take a second row of a run this one is claiming.
+_CLAIM = (
+    "UPDATE outbox SET lease_owner = %(relay)s, lease_expires_at = %(until)s,"
+    " last_attempt_at = %(at)s, attempts = attempts + 1 WHERE key IN ("
+    " SELECT key FROM (SELECT key, next_attempt_at, row_number() OVER"
+    "  (PARTITION BY run_id ORDER BY next_attempt_at, key) AS nth FROM ("
+    "   SELECT key, run_id, next_attempt_at FROM outbox AS o WHERE status = 'queued'"
+    "   AND next_attempt_at <= %(at)s"
+    "   AND (lease_expires_at IS NULL OR lease_expires_at <= %(at)s)"
+    "   AND NOT EXISTS (SELECT 1 FROM outbox AS b WHERE b.run_id = o.run_id"
+    "    AND b.status = 'queued' AND b.lease_expires_at > %(at)s)"
+    "   ORDER BY next_attempt_at, key LIMIT %(window)s FOR UPDATE SKIP LOCKED) AS due"
+    "  ) AS ranked WHERE nth = 1 ORDER BY next_attempt_at, key LIMIT %(limit)s)"
+    f" RETURNING {_COLUMNS}")
+
+
 def claim(cur: Cursor, relay: str, *, now: datetime, lease_s: float,
           limit: int) -> list[Delivery]:
-    rows = cur.execute(
-        "UPDATE outbox SET lease_owner = %s, lease_expires_at = %s, last_attempt_at = %s,"
-        " attempts = attempts + 1 WHERE key IN ("
-        "  SELECT key FROM outbox WHERE status = 'queued' AND next_attempt_at <= %s"
-        "  AND (lease_expires_at IS NULL OR lease_expires_at <= %s)"
-        "  ORDER BY next_attempt_at, key LIMIT %s FOR UPDATE SKIP LOCKED)"
-        f" RETURNING {_COLUMNS}",
-        (relay, now + timedelta(seconds=lease_s), now, now, now, int(limit))).fetchall()
+    most = max(0, int(limit))
+    rows = cur.execute(_CLAIM, {"relay": relay, "until": now + timedelta(seconds=lease_s),
+                                "at": now, "limit": most, "window": most * WINDOW}).fetchall()
     return sorted((from_row(r) for r in rows), key=lambda d: (d.next_attempt_at, d.key))
 
 
 def retry(cur: Cursor, key: str, relay: str, *, error: str, retry_at: datetime,
-          outcome_unknown: bool = False) -> Delivery:
+          outcome_unknown: bool = False, attempt: int | None = None) -> Delivery:
     row = cur.execute(
         "UPDATE outbox SET next_attempt_at = %s, last_error = %s, lease_owner = NULL,"
         f" lease_expires_at = NULL, {_UNKNOWN} WHERE {_HELD} RETURNING {_COLUMNS}",
-        (retry_at, error, outcome_unknown, key, relay)).fetchone()
+        (retry_at, error, outcome_unknown, key, relay, attempt, attempt)).fetchone()
     if row is None:
         raise lost_lease(get(cur, key), relay)
     return from_row(row)
 
 
 def finish(cur: Cursor, key: str, relay: str, *, at: datetime, receipt: str | None,
-           error: str | None, outcome_unknown: bool = False) -> Delivery:
+           error: str | None, outcome_unknown: bool = False,
+           attempt: int | None = None) -> Delivery:
     if receipt is not None:
         row = cur.execute(
             "UPDATE outbox SET status = 'sent', sent_at = %s, receipt = %s, lease_owner = NULL,"
             f" lease_expires_at = NULL WHERE {_HELD} RETURNING {_COLUMNS}",
-            (at, receipt, key, relay)).fetchone()
+            (at, receipt, key, relay, attempt, attempt)).fetchone()
     else:
         row = cur.execute(
             "UPDATE outbox SET status = 'failed', last_error = COALESCE(%s, last_error),"
             f" lease_owner = NULL, lease_expires_at = NULL, {_UNKNOWN} WHERE {_HELD}"
-            f" RETURNING {_COLUMNS}", (error, outcome_unknown, key, relay)).fetchone()
+            f" RETURNING {_COLUMNS}",
+            (error, outcome_unknown, key, relay, attempt, attempt)).fetchone()
     if row is None:
         raise lost_lease(get(cur, key), relay)
     return from_row(row)
@@ -148,9 +167,11 @@ def of_runs(cur: Cursor, run_ids: Collection[str]) -> list[Delivery]:
 
 
 def next_due(cur: Cursor) -> datetime | None:
+    # a row waits for its own lease, and for its run's other rows' (one in flight per run)
     row = cur.execute(
-        "SELECT min(greatest(next_attempt_at, coalesce(lease_expires_at, '-infinity')))"
-        " FROM outbox WHERE status = 'queued'").fetchone()
+        "SELECT min(greatest(next_attempt_at, coalesce((SELECT max(b.lease_expires_at)"
+        " FROM outbox AS b WHERE b.run_id = o.run_id AND b.status = 'queued'), '-infinity')))"
+        " FROM outbox AS o WHERE status = 'queued'").fetchone()
     return None if row is None else row[0]
 
 

@@ -120,10 +120,11 @@ class PostgresSide(Store):
             return outbox_sql.claim(cur, relay, now=now, lease_s=lease_s, limit=limit)
 
     def retry_delivery(self, key: str, relay: str, *, error: str, retry_at: datetime,
-                       outcome_unknown: bool = False) -> Delivery:
+                       outcome_unknown: bool = False, attempt: int | None = None
+                       ) -> Delivery:
         with self._cursor(f"reschedule delivery {key}", write=True) as cur:
             return outbox_sql.retry(cur, key, relay, error=error, retry_at=retry_at,
-                                    outcome_unknown=outcome_unknown)
+                                    outcome_unknown=outcome_unknown, attempt=attempt)
 
     def deliveries(self, run_ids: Collection[str]) -> list[Delivery]:
         with self._cursor("read deliveries", write=False) as cur:

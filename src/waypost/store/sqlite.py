@@ -33,6 +33,7 @@ if TYPE_CHECKING:  # made where they are used: a heartbeat makes none
     from waypost.events import Event
     from waypost.store.records import Diagnosis, SchemaState
     from waypost.store.sqlite_group import GroupCommit
+    from waypost.store.sqlite_outbox import Settle
 
 _packet_decoder = json_decoder(Packet)
 
@@ -54,7 +55,8 @@ class SqliteStore(SqliteSide):
         self._file = StoreFile(self.path, create=create,
                                busy_s=busy_timeout_setting(busy_timeout))
         self._reading, self._writing = self._file.reading, self._file.writing
-        self._group: GroupCommit | None = None  # made on the first write: reads never load it
+        self._group: GroupCommit[RunWrite, None] | None = None  # made on the first write
+        self._settles: GroupCommit[Settle, Delivery] | None = None  # and the first settle
         self._group_most = None if group_commit else 1  # 1: every write commits on its own
 
     @property
@@ -139,7 +141,7 @@ class SqliteStore(SqliteSide):
         return self.load(run_id).packet
 
     @property
-    def group(self) -> GroupCommit:
+    def group(self) -> GroupCommit[RunWrite, None]:
         """Where writes of this process's threads are committed together."""
         if self._group is None:
             from waypost.store import sqlite_write
@@ -148,6 +150,7 @@ class SqliteStore(SqliteSide):
             with self._file.held("set up group commit"):
                 if self._group is None:
                     self._group = GroupCommit(self._writing, sqlite_write.commit_one,
+                                              lambda write: f"write run {write.run_id}",
                                               most=self._group_most)
         return self._group
 
@@ -228,17 +231,37 @@ class SqliteStore(SqliteSide):
 
     # --- the outbox (the rest of it, and the relays: `SqliteSide`) ---------------------
 
+    @property
+    def settles(self) -> GroupCommit[Settle, Delivery]:
+        """Where a relay's threads record their attempts together (one fsync for all the
+        settles waiting, each under its own lease, fence and version guard)."""
+        if self._settles is None:
+            from waypost.store.sqlite_group import GroupCommit
+
+            with self._file.held("set up group commit"):
+                if self._settles is None:
+                    self._settles = GroupCommit(self._writing, _settle,
+                                                lambda settle: f"settle delivery {settle.key}")
+        return self._settles
+
+    def retry_delivery(self, key: str, relay: str, *, error: str, retry_at: datetime,
+                       outcome_unknown: bool = False, attempt: int | None = None
+                       ) -> Delivery:
+        from waypost.store.sqlite_outbox import Settle
+
+        return self.settles.commit(Settle(key, relay, retry_at, error=error,
+                                          outcome_unknown=outcome_unknown, attempt=attempt,
+                                          retry_at=retry_at))
+
     def finish_delivery(self, key: str, relay: str, *, at: datetime,
                         receipt: str | None = None, error: str | None = None,
-                        write: RunWrite | None = None,
-                        outcome_unknown: bool = False) -> Delivery:
-        from waypost.store import sqlite_outbox, sqlite_write
-        with self._writing(f"finish delivery {key}") as db:
-            sqlite_outbox.finish(db, key, relay, at=at, receipt=receipt, error=error,
-                                 outcome_unknown=outcome_unknown)
-            if write is not None:
-                sqlite_write.commit_one(db, write)
-            return sqlite_outbox.get(db, key)
+                        write: RunWrite | None = None, outcome_unknown: bool = False,
+                        attempt: int | None = None) -> Delivery:
+        from waypost.store.sqlite_outbox import Settle
+
+        return self.settles.commit(Settle(key, relay, at, receipt=receipt, error=error,
+                                          write=write, outcome_unknown=outcome_unknown,
+                                          attempt=attempt))
 
     # --- the watchdog (its registrations: `SqliteSide`) ---------------------------------
 
@@ -337,3 +360,21 @@ class SqliteStore(SqliteSide):
 
     def close(self) -> None:
         self._file.close()
+
+
+def _settle(db: sqlite3.Connection, settle: Settle) -> Delivery:
+    """Record one attempt inside the caller's transaction: a retry, or the row settled
+    for good with the run's write (both refused, leaving nothing, by a lost lease)."""
+    from waypost.store import sqlite_outbox, sqlite_write
+
+    if settle.retry_at is not None:
+        return sqlite_outbox.retry(db, settle.key, settle.relay, error=settle.error or "",
+                                   retry_at=settle.retry_at,
+                                   outcome_unknown=settle.outcome_unknown,
+                                   attempt=settle.attempt)
+    sqlite_outbox.finish(db, settle.key, settle.relay, at=settle.at, receipt=settle.receipt,
+                         error=settle.error, outcome_unknown=settle.outcome_unknown,
+                         attempt=settle.attempt)
+    if settle.write is not None:
+        sqlite_write.commit_one(db, settle.write)
+    return sqlite_outbox.get(db, settle.key)

@@ -12,6 +12,9 @@ store) fails every write in it: none was acknowledged, none is there.
 One thread leads at a time: it takes every write waiting (up to `MOST`), commits them and
 hands the lead to the first write that arrived meanwhile. A write that finds nobody leading
 leads at once, so a lone writer waits for nobody.
+
+A write is a `RunWrite` (`SqliteStore.group`), or a relay's settle of a delivery
+(`SqliteStore.settles`): whatever `commit_one` commits, and its answer is what that returns.
 """
 
 from __future__ import annotations
@@ -20,23 +23,25 @@ import sqlite3
 from _thread import allocate_lock  # threading's Lock, without importing threading
 from collections.abc import Callable
 from contextlib import AbstractContextManager
+from typing import Generic, TypeVar, cast
 
-from waypost.core.writes import RunWrite
 from waypost.errors import WaypostError
 
 MOST = 256  # writes in one group: a bound on one transaction's size and its wait
 
 Writing = Callable[[str], AbstractContextManager[sqlite3.Connection]]
-CommitOne = Callable[[sqlite3.Connection, RunWrite], None]
+W = TypeVar("W")  # a write handed in
+A = TypeVar("A")  # its answer
 
 
-class _Slot:
+class _Slot(Generic[W, A]):
     """One write handed in, and what became of it."""
 
-    __slots__ = ("done", "error", "lead", "wake", "write")
+    __slots__ = ("answer", "done", "error", "lead", "wake", "write")
 
-    def __init__(self, write: RunWrite) -> None:
+    def __init__(self, write: W) -> None:
         self.write = write
+        self.answer: A | None = None
         self.error: BaseException | None = None
         self.lead = False  # it commits the next group
         self.done = False  # its group has committed, or failed
@@ -44,33 +49,35 @@ class _Slot:
         self.wake.acquire()  # released when it is done, or handed the lead
 
 
-class GroupCommit:
-    """Commits `RunWrite`s handed in by any number of threads, grouping those that wait."""
+class GroupCommit(Generic[W, A]):
+    """Commits writes handed in by any number of threads, grouping those that wait:
+    `commit_one` commits one inside the group's transaction (raising its refusal), and
+    `what` names one for an error."""
 
-    def __init__(self, writing: Writing, commit_one: CommitOne, *,
-                 most: int | None = None) -> None:
+    def __init__(self, writing: Writing, commit_one: Callable[[sqlite3.Connection, W], A],
+                 what: Callable[[W], str], *, most: int | None = None) -> None:
         self._writing = writing
         self._commit_one = commit_one
+        self._what = what
         self._most = most  # None: `MOST`, read at each group; 1: no grouping at all
         self._mutex = allocate_lock()
-        self._waiting: list[_Slot] = []
+        self._waiting: list[_Slot[W, A]] = []
         self._leading = False
         self.groups = 0  # groups committed (or failed): for tests and the bench
         self.writes = 0
 
-    def commit(self, write: RunWrite) -> None:
-        """Commit `write` under its version guard; return once it is durable, or raise
-        what refused it (its own refusal, or the group's failure)."""
+    def commit(self, write: W) -> A:
+        """Commit `write` under its own guards; return its answer once it is durable, or
+        raise what refused it (its own refusal, or the group's failure)."""
         with self._mutex:
             alone = not self._leading
             if alone:  # nobody leads, so nobody waits: this write leads, and goes alone
                 self._leading = True
             else:
-                slot = _Slot(write)
+                slot: _Slot[W, A] = _Slot(write)
                 self._waiting.append(slot)
         if alone:
-            self._alone(write)
-            return
+            return self._alone(write)
         interrupted: BaseException | None = None
         while not slot.lead:
             try:
@@ -84,19 +91,20 @@ class GroupCommit:
             raise interrupted
         if slot.error is not None:
             raise slot.error
+        return cast(A, slot.answer)  # it committed, unrefused: its answer is set
 
-    def _alone(self, write: RunWrite) -> None:
+    def _alone(self, write: W) -> A:
         """Commit the write of a leader that found nobody waiting (no savepoint to pay
         for), then hand the lead to the first write that arrived meanwhile."""
         try:
-            with self._writing(f"write run {write.run_id}") as db:
-                self._commit_one(db, write)
+            with self._writing(self._what(write)) as db:
+                return self._commit_one(db, write)
         finally:
             following = self._hand_on(1)
             if following is not None:
                 following.wake.release()
 
-    def _lead(self, me: _Slot) -> None:
+    def _lead(self, me: _Slot[W, A]) -> None:
         most = MOST if self._most is None else self._most
         with self._mutex:
             group = self._waiting[:most]
@@ -112,7 +120,7 @@ class GroupCommit:
             if following is not None:
                 following.wake.release()
 
-    def _hand_on(self, committed: int) -> _Slot | None:
+    def _hand_on(self, committed: int) -> _Slot[W, A] | None:
         """A group of `committed` writes is settled: the first write waiting is made the
         next leader (returned, for its caller to wake), or nobody leads."""
         with self._mutex:
@@ -125,12 +133,12 @@ class GroupCommit:
             self.writes += committed
         return following
 
-    def _commit(self, group: list[_Slot]) -> None:
+    def _commit(self, group: list[_Slot[W, A]]) -> None:
         if len(group) == 1:  # alone: no savepoint to pay for
             slot = group[0]
             try:
-                with self._writing(f"write run {slot.write.run_id}") as db:
-                    self._commit_one(db, slot.write)
+                with self._writing(self._what(slot.write)) as db:
+                    slot.answer = self._commit_one(db, slot.write)
             except BaseException as exc:  # its caller raises it
                 slot.error = exc
             return
@@ -139,7 +147,7 @@ class GroupCommit:
                 for slot in group:
                     db.execute("SAVEPOINT one_write")
                     try:
-                        self._commit_one(db, slot.write)
+                        slot.answer = self._commit_one(db, slot.write)
                     except WaypostError as exc:  # this write's own refusal: only its own
                         db.execute("ROLLBACK TO one_write")
                         slot.error = exc

@@ -9,10 +9,12 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Collection, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
+from waypost.core.writes import RunWrite
 from waypost.errors import NotFound
 from waypost.model import Delivery, DeliveryStatus, OutboxItem, Purpose, RelayInfo
+from waypost.store.base import CLAIM_WINDOW as WINDOW
 from waypost.store.base import lost_lease
 
 _COLUMNS = ("key, run_id, purpose, topic, target, event_seq, created_at, queued_at, status,"
@@ -20,7 +22,23 @@ _COLUMNS = ("key, run_id, purpose, topic, target, event_seq, created_at, queued_
             " last_error, sent_at, receipt, outcome_unknown_at, maybe_delivered_to")
 # an attempt whose outcome is unknown marks its row (from when the attempt started)
 _UNKNOWN = "outcome_unknown_at = CASE WHEN ? THEN last_attempt_at ELSE outcome_unknown_at END"
-_HELD = "key = ? AND status = 'queued' AND lease_owner = ?"
+# held by the relay, and (given the claim's attempt, its fencing token) not claimed since
+_HELD = "key = ? AND status = 'queued' AND lease_owner = ? AND (? IS NULL OR attempts = ?)"
+
+
+class Settle(NamedTuple):
+    """A relay's record of one attempt, handed to the store's group commit: `retry` when
+    `retry_at` is set, else `finish` (with the run's `write`, if any)."""
+
+    key: str
+    relay: str
+    at: datetime
+    receipt: str | None = None
+    error: str | None = None
+    write: RunWrite | None = None
+    outcome_unknown: bool = False
+    attempt: int | None = None
+    retry_at: datetime | None = None
 
 
 def _moment(unix: float | None) -> datetime | None:
@@ -99,13 +117,24 @@ def get(db: sqlite3.Connection, key: str) -> Delivery:
     return from_row(row)
 
 
+# the due rows a claim chooses from: the earliest `WINDOW` times its limit, none of a run
+# with a row in flight (leased live); of those, each run's earliest
+_CLAIMABLE = (
+    "SELECT key FROM (SELECT key, next_attempt_at, row_number() OVER"
+    " (PARTITION BY run_id ORDER BY next_attempt_at, key) AS nth FROM ("
+    "  SELECT key, run_id, next_attempt_at FROM outbox AS o WHERE status = 'queued'"
+    "  AND next_attempt_at <= :at AND (lease_expires_at IS NULL OR lease_expires_at <= :at)"
+    "  AND NOT EXISTS (SELECT 1 FROM outbox AS b WHERE b.run_id = o.run_id"
+    "   AND b.status = 'queued' AND b.lease_expires_at > :at)"
+    "  ORDER BY next_attempt_at, key LIMIT :window))"
+    " WHERE nth = 1 ORDER BY next_attempt_at, key LIMIT :limit")
+
+
 def claim(db: sqlite3.Connection, relay: str, *, now: datetime, lease_s: float,
           limit: int) -> list[Delivery]:
-    at = now.timestamp()
-    keys = [r[0] for r in db.execute(
-        "SELECT key FROM outbox WHERE status = 'queued' AND next_attempt_at <= ?"
-        " AND (lease_expires_at IS NULL OR lease_expires_at <= ?)"
-        " ORDER BY next_attempt_at, key LIMIT ?", (at, at, int(limit)))]
+    at, most = now.timestamp(), max(0, int(limit))
+    keys = [r[0] for r in db.execute(_CLAIMABLE, {"at": at, "limit": most,
+                                                  "window": most * WINDOW})]
     db.executemany(
         "UPDATE outbox SET lease_owner = ?, lease_expires_at = ?, last_attempt_at = ?,"
         " attempts = attempts + 1 WHERE key = ?",
@@ -116,27 +145,30 @@ def claim(db: sqlite3.Connection, relay: str, *, now: datetime, lease_s: float,
 
 
 def retry(db: sqlite3.Connection, key: str, relay: str, *, error: str,
-          retry_at: datetime, outcome_unknown: bool = False) -> Delivery:
+          retry_at: datetime, outcome_unknown: bool = False,
+          attempt: int | None = None) -> Delivery:
     cur = db.execute(
         "UPDATE outbox SET next_attempt_at = ?, last_error = ?, lease_owner = NULL,"
         f" lease_expires_at = NULL, {_UNKNOWN} WHERE {_HELD}",
-        (retry_at.timestamp(), error, outcome_unknown, key, relay))
+        (retry_at.timestamp(), error, outcome_unknown, key, relay, attempt, attempt))
     if cur.rowcount != 1:
         raise lost_lease(get(db, key), relay)
     return get(db, key)
 
 
 def finish(db: sqlite3.Connection, key: str, relay: str, *, at: datetime,
-           receipt: str | None, error: str | None, outcome_unknown: bool = False) -> None:
+           receipt: str | None, error: str | None, outcome_unknown: bool = False,
+           attempt: int | None = None) -> None:
     if receipt is not None:
         cur = db.execute(
             "UPDATE outbox SET status = 'sent', sent_at = ?, receipt = ?, lease_owner = NULL,"
-            f" lease_expires_at = NULL WHERE {_HELD}", (at.isoformat(), receipt, key, relay))
+            f" lease_expires_at = NULL WHERE {_HELD}",
+            (at.isoformat(), receipt, key, relay, attempt, attempt))
     else:
         cur = db.execute(
             "UPDATE outbox SET status = 'failed', last_error = COALESCE(?, last_error),"
             f" lease_owner = NULL, lease_expires_at = NULL, {_UNKNOWN} WHERE {_HELD}",
-            (error, outcome_unknown, key, relay))
+            (error, outcome_unknown, key, relay, attempt, attempt))
     if cur.rowcount != 1:
         raise lost_lease(get(db, key), relay)
 
@@ -152,8 +184,10 @@ def of_runs(db: sqlite3.Connection, run_ids: Collection[str]) -> list[Delivery]:
 
 
 def next_due(db: sqlite3.Connection) -> datetime | None:
+    # a row waits for its own lease, and for its run's other rows' (one in flight per run)
     (due,) = db.execute(
-        "SELECT MIN(MAX(next_attempt_at, COALESCE(lease_expires_at, 0))) FROM outbox"
+        "SELECT MIN(MAX(next_attempt_at, COALESCE((SELECT MAX(b.lease_expires_at) FROM outbox"
+        " AS b WHERE b.run_id = o.run_id AND b.status = 'queued'), 0))) FROM outbox AS o"
         " WHERE status = 'queued'").fetchone()
     return _moment(due)
 

@@ -112,14 +112,6 @@ class SqliteSide(Store):
         with self._writing("claim deliveries") as db:
             return sqlite_outbox.claim(db, relay, now=now, lease_s=lease_s, limit=limit)
 
-    def retry_delivery(self, key: str, relay: str, *, error: str, retry_at: datetime,
-                       outcome_unknown: bool = False) -> Delivery:
-        from waypost.store import sqlite_outbox
-
-        with self._writing(f"record an attempt of {key}") as db:
-            return sqlite_outbox.retry(db, key, relay, error=error, retry_at=retry_at,
-                                       outcome_unknown=outcome_unknown)
-
     def deliveries(self, run_ids: Collection[str]) -> list[Delivery]:
         from waypost.store import sqlite_outbox
 
