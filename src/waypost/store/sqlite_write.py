@@ -22,6 +22,10 @@ INSERT_EVENT = ("INSERT INTO events (run_id, seq, type, at, actor, body)"
 # a run's new version and packet, only if it is still at the version it was decided from
 GUARDED_UPDATE = ("UPDATE runs SET version = ?, state = ?, head_hash = ?, updated_at = ?,"
                   f" packet = ?, change_pos = {NEXT_CHANGE} WHERE id = ? AND version = ?")
+# ... and its next check in the same statement: the row is rewritten once, not twice
+GUARDED_UPDATE_CHECK = ("UPDATE runs SET version = ?, state = ?, head_hash = ?, updated_at = ?,"
+                        f" packet = ?, next_check_at = ?, change_pos = {NEXT_CHANGE}"
+                        " WHERE id = ? AND version = ?")
 # ... handing back what it left alone: the owner and the next check
 GUARDED_UPDATE_RETURNING = f"{GUARDED_UPDATE} RETURNING owner, next_check_at"
 
@@ -75,27 +79,36 @@ def write_runs(db: sqlite3.Connection, writes: Sequence[RunWrite],
     SQLite rewrites an index whenever its column is SET, even to the same value: owner
     and next_check_at are written only when they must change (`check_moves`), so a
     heartbeat moves one index entry, the board's (state, updated_at), and its place in
-    the change feed."""
+    the change feed. A next check that must move is set by the guarded UPDATE itself
+    (one rewrite of the row, not two); the page's writes go in page order, as runs of
+    consecutive rows that take the same statement."""
     if not writes:
         return
-    runs, owners, checks = [], [], []
+    batches: list[tuple[str, list[tuple[object, ...]]]] = []  # runs of one statement, in order
+    owners = []
     for w in writes:
         version, state, owner, head, updated, due, body = columns(w.packet, w.events[-1])
         _, was_owner, was_due = stored[w.run_id]
-        runs.append((version, state, head, updated, body, w.run_id, w.expected_version))
         if owner != was_owner:
             owners.append((owner, w.run_id))
+        row: tuple[object, ...]
         if check_moves(was_due, due, now=w.packet.updated_at.timestamp()):
-            checks.append((due, w.run_id))
+            sql, row = GUARDED_UPDATE_CHECK, (version, state, head, updated, body, due,
+                                              w.run_id, w.expected_version)
             was_due = due
+        else:
+            sql, row = GUARDED_UPDATE, (version, state, head, updated, body, w.run_id,
+                                        w.expected_version)
+        if batches and batches[-1][0] is sql:
+            batches[-1][1].append(row)
+        else:
+            batches.append((sql, [row]))
         stored[w.run_id] = (version, owner, was_due)
-    changed = db.executemany(GUARDED_UPDATE, runs).rowcount
-    if changed != len(runs):
-        raise StoreError(f"{len(runs)} guarded run writes changed {changed} rows")
+    changed = sum(db.executemany(sql, rows).rowcount for sql, rows in batches)
+    if changed != len(writes):
+        raise StoreError(f"{len(writes)} guarded run writes changed {changed} rows")
     if owners:
         db.executemany("UPDATE runs SET owner = ? WHERE id = ?", owners)
-    if checks:
-        db.executemany("UPDATE runs SET next_check_at = ? WHERE id = ?", checks)
     insert_events(db, [e for w in writes for e in w.events])
     items = [item for w in writes for item in w.outbox]
     if items:
