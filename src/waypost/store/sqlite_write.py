@@ -85,9 +85,11 @@ def write_runs(db: sqlite3.Connection, writes: Sequence[RunWrite],
     if not writes:
         return
     batches: list[tuple[str, list[tuple[object, ...]]]] = []  # runs of one statement, in order
-    owners = []
+    owners, events = [], []
     for w in writes:
         version, state, owner, head, updated, due, body = columns(w.packet, w.events[-1])
+        at = w.packet.updated_at  # most events are at the packet's time: written once
+        events += [event_row(e, updated if e.at is at else None) for e in w.events]
         _, was_owner, was_due = stored[w.run_id]
         if owner != was_owner:
             owners.append((owner, w.run_id))
@@ -109,7 +111,7 @@ def write_runs(db: sqlite3.Connection, writes: Sequence[RunWrite],
         raise StoreError(f"{len(writes)} guarded run writes changed {changed} rows")
     if owners:
         db.executemany("UPDATE runs SET owner = ? WHERE id = ?", owners)
-    insert_events(db, [e for w in writes for e in w.events])
+    db.executemany(INSERT_EVENT, events)
     items = [item for w in writes for item in w.outbox]
     if items:
         from waypost.store import sqlite_outbox  # here: a heartbeat queues nothing
