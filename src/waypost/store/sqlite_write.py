@@ -22,12 +22,15 @@ INSERT_EVENT = ("INSERT INTO events (run_id, seq, type, at, actor, body)"
 # a run's new version and packet, only if it is still at the version it was decided from
 GUARDED_UPDATE = ("UPDATE runs SET version = ?, state = ?, head_hash = ?, updated_at = ?,"
                   f" packet = ?, change_pos = {NEXT_CHANGE} WHERE id = ? AND version = ?")
-# ... and its next check in the same statement: the row is rewritten once, not twice
-GUARDED_UPDATE_CHECK = ("UPDATE runs SET version = ?, state = ?, head_hash = ?, updated_at = ?,"
-                        f" packet = ?, next_check_at = ?, change_pos = {NEXT_CHANGE}"
-                        " WHERE id = ? AND version = ?")
 # ... handing back what it left alone: the owner and the next check
 GUARDED_UPDATE_RETURNING = f"{GUARDED_UPDATE} RETURNING owner, next_check_at"
+# a page of writes (`write_runs`): the feed positions counted on from one read of the
+# highest, as the subquery would give them row by row; and, where it must move, the next
+# check in the same statement, so that the row is rewritten once, not twice
+PAGE_UPDATE = ("UPDATE runs SET version = ?, state = ?, head_hash = ?, updated_at = ?,"
+               " packet = ?, change_pos = ? WHERE id = ? AND version = ?")
+PAGE_UPDATE_CHECK = ("UPDATE runs SET version = ?, state = ?, head_hash = ?, updated_at = ?,"
+                     " packet = ?, next_check_at = ?, change_pos = ? WHERE id = ? AND version = ?")
 
 
 def commit_one(db: sqlite3.Connection, write: RunWrite) -> None:
@@ -86,21 +89,26 @@ def write_runs(db: sqlite3.Connection, writes: Sequence[RunWrite],
         return
     batches: list[tuple[str, list[tuple[object, ...]]]] = []  # runs of one statement, in order
     owners, events = [], []
+    moment, updated = None, ""  # a page's writes are mostly at one moment: written once
+    (position,) = db.execute(f"SELECT {NEXT_CHANGE}").fetchone()
     for w in writes:
-        version, state, owner, head, updated, due, body = columns(w.packet, w.events[-1])
-        at = w.packet.updated_at  # most events are at the packet's time: written once
-        events += [event_row(e, updated if e.at is at else None) for e in w.events]
+        if w.packet.updated_at is not moment:
+            moment, updated = w.packet.updated_at, w.packet.updated_at.isoformat()
+        version, state, owner, head, updated, due, body = columns(w.packet, w.events[-1],
+                                                                  updated)
+        events += [event_row(e, updated if e.at is moment else None) for e in w.events]
         _, was_owner, was_due = stored[w.run_id]
         if owner != was_owner:
             owners.append((owner, w.run_id))
         row: tuple[object, ...]
         if check_moves(was_due, due, now=w.packet.updated_at.timestamp()):
-            sql, row = GUARDED_UPDATE_CHECK, (version, state, head, updated, body, due,
-                                              w.run_id, w.expected_version)
+            sql, row = PAGE_UPDATE_CHECK, (version, state, head, updated, body, due, position,
+                                           w.run_id, w.expected_version)
             was_due = due
         else:
-            sql, row = GUARDED_UPDATE, (version, state, head, updated, body, w.run_id,
-                                        w.expected_version)
+            sql, row = PAGE_UPDATE, (version, state, head, updated, body, position, w.run_id,
+                                     w.expected_version)
+        position += 1
         if batches and batches[-1][0] is sql:
             batches[-1][1].append(row)
         else:
@@ -119,11 +127,13 @@ def write_runs(db: sqlite3.Connection, writes: Sequence[RunWrite],
         sqlite_outbox.queue(db, items)
 
 
-def columns(packet: Packet, last: Event) -> tuple[int, str, str, str, str, float | None, str]:
-    """(version, state, owner, head hash, updated at, next check, packet JSON)."""
+def columns(packet: Packet, last: Event, updated: str | None = None,
+            ) -> tuple[int, str, str, str, str, float | None, str]:
+    """(version, state, owner, head hash, updated at, next check, packet JSON); `updated`:
+    the packet's time as text, when the caller has made it already."""
     due = next_check_at(packet)
     return (packet.version, packet.state.value, packet.owner, last.hash,
-            packet.updated_at.isoformat(), due.timestamp() if due else None,
+            updated or packet.updated_at.isoformat(), due.timestamp() if due else None,
             to_json(packet).decode())
 
 
