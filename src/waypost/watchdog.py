@@ -185,9 +185,13 @@ def _settle(store: Store, due: Due, planned: Planned, applied: Iterator[bool], a
     """What became of a run's planned writes (`applied`: the page's results, in order), as
     `_visit` reports it. An event another writer came before is decided again on a visit;
     a deferral it came before is left alone: that writer stored its own next check."""
-    actions: list[Action] = []
-    for (write, action), committed in zip(planned, list(islice(applied, len(planned))),
-                                          strict=True):
+    results = list(islice(applied, len(planned)))
+    if len(results) == len(planned) and all(results):  # most runs: every write went in
+        actions = [action for _, action in planned if action is not None]
+        deferred = bool(planned) and isinstance(planned[-1][0], Deferral)
+        return actions, deferred and not actions
+    actions = []
+    for (write, action), committed in zip(planned, results, strict=True):
         if not committed and isinstance(write, Deferral):
             return actions, False
         if not committed:
@@ -196,8 +200,7 @@ def _settle(store: Store, due: Due, planned: Planned, applied: Iterator[bool], a
             return actions + more, moved and not actions
         if action is not None:
             actions.append(action)
-    deferred = bool(planned) and isinstance(planned[-1][0], Deferral)
-    return actions, deferred and not actions
+    return actions, False  # a write missed: nothing was deferred
 
 
 def _visit(store: Store, snap: Snapshot, selected: int, actor: str, now: datetime,

@@ -10,8 +10,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests import pg
-from waypost import starting
-from waypost.model import BlockerKind, Packet
+from tests.helpers import FakeClock
+from waypost import starting, watchdog
+from waypost.model import BlockerKind, Kind, Packet
 from waypost.runs import Run
 from waypost.store import Store, open_store
 
@@ -142,3 +143,21 @@ def test_postgres_a_transaction_that_began_first_and_commits_last_is_not_skipped
             cursor = held
         seen, _ = _follow(store, cursor)
         assert {p.id for p in seen} == {slow.id, fast.id}
+
+
+def test_a_sweeps_page_comes_run_by_run_in_page_order(store: Store) -> None:
+    """A page of a sweep's writes, committed together, gives each run a place of its own in
+    the feed, in the order of the page: a reader taking one change at a time sees them all."""
+    clock = FakeClock()
+    ids = []
+    for n in range(4):
+        run, _ = starting.start(store, f"quiet {n}", actor="alice", owner="alice",
+                                target="none:", kind=Kind.LONG_RUNNING, max_silence=60.0,
+                                clock=clock)
+        Run(store, run.id, actor="w", clock=clock).claim()
+        ids.append(run.id)
+    cursor = store.change_cursor()
+    report = watchdog.sweep(store, watcher_id="t", now=clock.advance(61))
+    assert [a.run_id for a in report.actions] == sorted(ids)  # one page, in due order
+    seen, _ = _follow(store, cursor, limit=1)
+    assert [(p.id, p.state.value) for p in seen] == [(i, "blocked") for i in sorted(ids)]

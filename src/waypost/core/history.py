@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from math import isfinite
 
@@ -11,8 +11,8 @@ from waypost.core.digest import sha256
 from waypost.core.machine import apply
 from waypost.core.writes import RunWrite, Snapshot
 from waypost.errors import IntegrityError, WaypostError
-from waypost.events import AnyEventData, Event, Heartbeat
-from waypost.model import OutboxItem, Packet, from_json, to_json
+from waypost.events import AnyEventData, BlockerOpened, Event, Heartbeat, Nudged
+from waypost.model import BlockerKind, NudgeTopic, OutboxItem, Packet, from_json, to_json
 
 GENESIS = "0" * 64
 
@@ -48,7 +48,9 @@ def prepare(snap: Snapshot, steps: Sequence[Step], *, actor: str, at: datetime) 
     Every writer (workers and owners, the watchdog, resume, the relay) goes through this,
     then `Store.commit_write`; the version guard there refuses a stale `snap`."""
     before = packet = snap.packet
-    head, events, items = snap.head_hash, list[Event](), list[OutboxItem]()
+    head = snap.head_hash
+    events: list[Event] = []
+    items: list[OutboxItem] = []
     for data, epoch in steps:
         event = make_event(packet, packet.id, data, actor=actor, at=at, epoch=epoch,
                            prev_hash=head)
@@ -62,23 +64,45 @@ def prepare(snap: Snapshot, steps: Sequence[Step], *, actor: str, at: datetime) 
 
 def _canonical(data: AnyEventData) -> AnyEventData:
     """Round-trip through JSON so the event in memory is exactly what will be read back
-    (an int given for a float field becomes a float), validating it on the way; a
-    heartbeat that already reads back as it is skips the trip (`_reads_back_as_is`)."""
-    if type(data) is Heartbeat and _reads_back_as_is(data):
+    (an int given for a float field becomes a float), validating it on the way; an event
+    that already reads back as it is skips the trip (`_READS_BACK_AS_IS`)."""
+    reads_back = _READS_BACK_AS_IS.get(type(data))
+    if reads_back is not None and reads_back(data):
         return data
     return from_json(to_json(data), type(data))
 
 
-def _reads_back_as_is(data: Heartbeat) -> bool:
+def _heartbeat_reads_back(data: AnyEventData) -> bool:
     """Whether every field of a heartbeat, the event written most often, holds exactly the
     type and value its JSON decodes to: text as `str`, a finite `float` (not an int, which
     would come back as a float; a NaN is written as null), a moment in UTC (which is
     written with "Z" and read back in UTC). Then its round trip would give back an equal
     heartbeat with the same bytes, so it is not made."""
+    assert type(data) is Heartbeat
     note, fraction, until = data.note, data.fraction, data.lease_expires_at
     return ((note is None or type(note) is str)
             and (fraction is None or (type(fraction) is float and isfinite(fraction)))
             and (until is None or (type(until) is datetime and until.tzinfo is UTC)))
+
+
+def _blocker_reads_back(data: AnyEventData) -> bool:
+    """A blocker opened (what a sweep records on a silent run) reads back as it is when its
+    texts are `str` and its kind a member of BlockerKind (JSON gives back the same)."""
+    assert type(data) is BlockerOpened
+    return (type(data.blocker_id) is str and type(data.detail) is str
+            and type(data.kind) is BlockerKind)
+
+
+def _nudge_reads_back(data: AnyEventData) -> bool:
+    """A nudge (a sweep's review_overdue or delivery_stalled) likewise: text and a topic."""
+    assert type(data) is Nudged
+    return type(data.detail) is str and type(data.topic) is NudgeTopic
+
+
+# the events whose fields can be seen to read back as they are, with the test of each
+_READS_BACK_AS_IS: dict[type, Callable[[AnyEventData], bool]] = {
+    Heartbeat: _heartbeat_reads_back, BlockerOpened: _blocker_reads_back,
+    Nudged: _nudge_reads_back}
 
 
 def verify_run(run_id: str, events: Sequence[Event], stored: Packet) -> None:

@@ -72,8 +72,10 @@ def apply(packet: Packet | None, event: Event) -> Packet:
     target = destination(packet, move)
     authorize(packet, event, move)
     changed = _HANDLERS[type(event.data)](packet, event)
-    if isinstance(target, State):
-        changed = _enter(changed, packet, target)
+    if isinstance(target, State):  # one copy of the packet for the state and the version
+        return msgspec.structs.replace(changed, state=target,
+                                       resume_state=_resume_state(changed, packet, target),
+                                       version=packet.version + 1, updated_at=event.at)
     return msgspec.structs.replace(changed, version=packet.version + 1, updated_at=event.at)
 
 
@@ -141,13 +143,12 @@ def _start(event: Event, data: Started) -> Packet:
     )
 
 
-def _enter(packet: Packet, before: Packet, state: State) -> Packet:
-    resume = packet.resume_state
-    if state is State.BLOCKED and before.state is not State.BLOCKED:
-        resume = before.state
-    elif state is not State.BLOCKED:
-        resume = None
-    return msgspec.structs.replace(packet, state=state, resume_state=resume)
+def _resume_state(packet: Packet, before: Packet, state: State) -> State | None:
+    """Where a packet entering `state` returns once unblocked: the state `blocked` came
+    from, kept while blocked, cleared by any other state."""
+    if state is State.BLOCKED:
+        return before.state if before.state is not State.BLOCKED else packet.resume_state
+    return None
 
 
 def _claimed(packet: Packet, event: Event) -> Packet:

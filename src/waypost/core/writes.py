@@ -33,7 +33,7 @@ class Due(Snapshot):
     __slots__ = ("due_at",)
 
     def __init__(self, packet: Packet, head_hash: str, due_at: datetime) -> None:
-        super().__init__(packet, head_hash)
+        self.packet, self.head_hash = packet, head_hash  # as Snapshot's, without the call
         self.due_at = due_at
 
 

@@ -24,6 +24,13 @@ GUARDED_UPDATE = ("UPDATE runs SET version = ?, state = ?, head_hash = ?, update
                   f" packet = ?, change_pos = {NEXT_CHANGE} WHERE id = ? AND version = ?")
 # ... handing back what it left alone: the owner and the next check
 GUARDED_UPDATE_RETURNING = f"{GUARDED_UPDATE} RETURNING owner, next_check_at"
+# a page of writes (`write_runs`): the feed positions counted on from one read of the
+# highest, as the subquery would give them row by row; and, where it must move, the next
+# check in the same statement, so that the row is rewritten once, not twice
+PAGE_UPDATE = ("UPDATE runs SET version = ?, state = ?, head_hash = ?, updated_at = ?,"
+               " packet = ?, change_pos = ? WHERE id = ? AND version = ?")
+PAGE_UPDATE_CHECK = ("UPDATE runs SET version = ?, state = ?, head_hash = ?, updated_at = ?,"
+                     " packet = ?, next_check_at = ?, change_pos = ? WHERE id = ? AND version = ?")
 
 
 def commit_one(db: sqlite3.Connection, write: RunWrite) -> None:
@@ -75,28 +82,44 @@ def write_runs(db: sqlite3.Connection, writes: Sequence[RunWrite],
     SQLite rewrites an index whenever its column is SET, even to the same value: owner
     and next_check_at are written only when they must change (`check_moves`), so a
     heartbeat moves one index entry, the board's (state, updated_at), and its place in
-    the change feed."""
+    the change feed. A next check that must move is set by the guarded UPDATE itself
+    (one rewrite of the row, not two); the page's writes go in page order, as runs of
+    consecutive rows that take the same statement."""
     if not writes:
         return
-    runs, owners, checks = [], [], []
+    batches: list[tuple[str, list[tuple[object, ...]]]] = []  # runs of one statement, in order
+    owners, events = [], []
+    moment, updated = None, ""  # a page's writes are mostly at one moment: written once
+    (position,) = db.execute(f"SELECT {NEXT_CHANGE}").fetchone()
     for w in writes:
-        version, state, owner, head, updated, due, body = columns(w.packet, w.events[-1])
+        if w.packet.updated_at is not moment:
+            moment, updated = w.packet.updated_at, w.packet.updated_at.isoformat()
+        version, state, owner, head, updated, due, body = columns(w.packet, w.events[-1],
+                                                                  updated)
+        events += [event_row(e, updated if e.at is moment else None) for e in w.events]
         _, was_owner, was_due = stored[w.run_id]
-        runs.append((version, state, head, updated, body, w.run_id, w.expected_version))
         if owner != was_owner:
             owners.append((owner, w.run_id))
+        row: tuple[object, ...]
         if check_moves(was_due, due, now=w.packet.updated_at.timestamp()):
-            checks.append((due, w.run_id))
+            sql, row = PAGE_UPDATE_CHECK, (version, state, head, updated, body, due, position,
+                                           w.run_id, w.expected_version)
             was_due = due
+        else:
+            sql, row = PAGE_UPDATE, (version, state, head, updated, body, position, w.run_id,
+                                     w.expected_version)
+        position += 1
+        if batches and batches[-1][0] is sql:
+            batches[-1][1].append(row)
+        else:
+            batches.append((sql, [row]))
         stored[w.run_id] = (version, owner, was_due)
-    changed = db.executemany(GUARDED_UPDATE, runs).rowcount
-    if changed != len(runs):
-        raise StoreError(f"{len(runs)} guarded run writes changed {changed} rows")
+    changed = sum(db.executemany(sql, rows).rowcount for sql, rows in batches)
+    if changed != len(writes):
+        raise StoreError(f"{len(writes)} guarded run writes changed {changed} rows")
     if owners:
         db.executemany("UPDATE runs SET owner = ? WHERE id = ?", owners)
-    if checks:
-        db.executemany("UPDATE runs SET next_check_at = ? WHERE id = ?", checks)
-    insert_events(db, [e for w in writes for e in w.events])
+    db.executemany(INSERT_EVENT, events)
     items = [item for w in writes for item in w.outbox]
     if items:
         from waypost.store import sqlite_outbox  # here: a heartbeat queues nothing
@@ -104,11 +127,13 @@ def write_runs(db: sqlite3.Connection, writes: Sequence[RunWrite],
         sqlite_outbox.queue(db, items)
 
 
-def columns(packet: Packet, last: Event) -> tuple[int, str, str, str, str, float | None, str]:
-    """(version, state, owner, head hash, updated at, next check, packet JSON)."""
+def columns(packet: Packet, last: Event, updated: str | None = None,
+            ) -> tuple[int, str, str, str, str, float | None, str]:
+    """(version, state, owner, head hash, updated at, next check, packet JSON); `updated`:
+    the packet's time as text, when the caller has made it already."""
     due = next_check_at(packet)
     return (packet.version, packet.state.value, packet.owner, last.hash,
-            packet.updated_at.isoformat(), due.timestamp() if due else None,
+            updated or packet.updated_at.isoformat(), due.timestamp() if due else None,
             to_json(packet).decode())
 
 
