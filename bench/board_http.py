@@ -79,7 +79,7 @@ def run(folder: Path, *, rounds: int, stored: int, small: int = 1_000) -> Sectio
     section.add_ratio("page / bare listing", big_page, big_list)
     section.counts = {"stored runs": stored, "active runs": board.active_runs(stored),
                       "server RSS, MB, after the rounds": round(rss)}
-    section.notes.append(f"the page shows the 1,000 most recently changed active runs (of "
-                         f"{board.active_runs(stored):,}); {rounds} interleaved rounds, one "
-                         "kept-alive connection per server")
+    section.notes.append(f"the page shows the 1,000 most recently changed of the {stored:,} runs, "
+                         f"every state; {rounds} interleaved rounds, one kept-alive "
+                         "connection per server")
     return section

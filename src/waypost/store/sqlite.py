@@ -215,11 +215,14 @@ class SqliteStore(SqliteSide):
         read from the (state, updated_at) index a state at a time: each state's newest
         `limit` rows, merged, and the newest `limit` of those kept. A page costs its own
         rows, however many runs are stored (a scan sorted them all: 75-100 ms for the
-        board's 1,000 of 100,000 stored, 13 ms so)."""
-        newest = ("SELECT * FROM (SELECT id, CAST(packet AS BLOB) AS packet, updated_at"
-                  f" FROM runs WHERE state = ? ORDER BY updated_at DESC LIMIT {int(limit)})")
-        sql = (f"SELECT id, packet FROM ({' UNION ALL '.join([newest] * len(states))})"
-               f" ORDER BY updated_at DESC LIMIT {int(limit)}")
+        board's 1,000 of 100,000 stored, 6 ms so)."""
+        # the index alone gives each state's newest (rowid and time); only the kept rows'
+        # packets are read
+        newest = ("SELECT * FROM (SELECT rowid AS row, updated_at FROM runs WHERE state = ?"
+                  f" ORDER BY updated_at DESC LIMIT {int(limit)})")
+        sql = ("SELECT id, CAST(packet AS BLOB) FROM runs WHERE rowid IN (SELECT row FROM"
+               f" ({' UNION ALL '.join([newest] * len(states))}) ORDER BY updated_at DESC"
+               f" LIMIT {int(limit)}) ORDER BY updated_at DESC")
         with self._reading("list runs") as db:
             rows = db.execute(sql, [s.value for s in states]).fetchall()
         return readable_packets(_packet_decoder, rows, skipped)
