@@ -54,15 +54,25 @@ def run_hook(cwd: Path, host: str, event: str, data: bytes, *args: str,
     return proc.returncode, proc.stdout.decode()
 
 
+def answered(host: str, out: str) -> dict[str, Any] | None:
+    """The hook's JSON answer; None for the host's own "nothing to say" (no output for
+    Claude and Codex, `{}` for Gemini and Cursor, which read stdout as JSON)."""
+    if not out.strip():
+        assert host in ("claude", "codex")
+        return None
+    said = json.loads(out)
+    assert isinstance(said, dict)
+    if said == {}:
+        assert host in ("gemini", "cursor")
+        return None
+    return said
+
+
 def refusal(host: str, out: str) -> str | None:
     """The reason when `out` refuses the stop in the host's own format; None when it lets
     the agent stop in that format (anything else fails the test)."""
-    if not out.strip():
-        assert host in ("claude", "codex")  # Gemini and Cursor read stdout as JSON
-        return None
-    said = json.loads(out)
-    if said == {}:
-        assert host in ("gemini", "cursor")
+    said = answered(host, out)
+    if said is None:
         return None
     if host == "cursor":
         assert set(said) == {"followup_message"}
@@ -284,12 +294,8 @@ def prompt_input(host: str, session: str = SESSION) -> bytes:
 
 def context(host: str, event: str, out: str) -> str | None:
     """The context the answer gives the agent, read in the host's own format."""
-    if not out.strip():
-        assert host in ("claude", "codex")
-        return None
-    said = json.loads(out)
-    if said == {}:
-        assert host in ("gemini", "cursor")
+    said = answered(host, out)
+    if said is None:
         return None
     if host == "cursor":
         assert set(said) == {"additional_context"}
