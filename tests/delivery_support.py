@@ -19,7 +19,7 @@ from tests.helpers import FakeClock
 from waypost import runs, starting
 from waypost.config import Config
 from waypost.delivery.settings import DeliverySettings
-from waypost.model import EvidenceKind, Kind, Verdict
+from waypost.model import Blocker, BlockerKind, EvidenceKind, Kind, State, Verdict
 from waypost.store import Store
 
 PRIVATE = "customer ACME-7731 fixed on host build-17.corp.internal; told bob@acme-corp.example"
@@ -43,6 +43,15 @@ def approved_run(store: Store, clock: Callable[[], datetime], *, target: str = "
     owner.review(config=Config())
     owner.approve()
     return run.id
+
+
+def delivery_failed(store: Store, run_id: str) -> Blocker:
+    """The run is blocked by its one open blocker, delivery_failed: that blocker."""
+    packet = store.get(run_id)
+    assert packet.state is State.BLOCKED
+    [blocker] = packet.open_blockers
+    assert blocker.kind is BlockerKind.DELIVERY_FAILED
+    return blocker
 
 
 def fast(**overrides: Any) -> DeliverySettings:

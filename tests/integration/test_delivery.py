@@ -11,7 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.delivery_support import PRIVATE, PUBLIC, approved_run, drain_until_settled, fast
+from tests.delivery_support import (
+    PRIVATE,
+    PUBLIC,
+    approved_run,
+    delivery_failed,
+    drain_until_settled,
+    fast,
+)
 from tests.helpers import Cli, FakeClock
 from waypost import runs, starting
 from waypost.core import outbox
@@ -147,10 +154,7 @@ def test_a_permanent_failure_blocks_the_run_and_unblock_requeues_the_same_key(
     r = relay(db, clock, fake)
     [row] = r.drain()
     assert row.status is DeliveryStatus.FAILED
-    packet = db.get(run_id)
-    assert packet.state is State.BLOCKED
-    [blocker] = packet.open_blockers
-    assert blocker.kind is BlockerKind.DELIVERY_FAILED
+    blocker = delivery_failed(db, run_id)
     assert target in blocker.detail
     assert "HTTP 410 Gone" in blocker.detail
     assert r.drain() == []

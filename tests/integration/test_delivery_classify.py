@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.delivery_support import WebhookServer, approved_run, fast, new_secret
+from tests.delivery_support import WebhookServer, approved_run, delivery_failed, fast, new_secret
 from tests.helpers import Cli, FakeClock
 from waypost import runs, starting
 from waypost.cli import main
@@ -124,13 +124,10 @@ def one_pass(store: Store, clock: FakeClock, secret: str | None = None) -> Deliv
 
 
 def blocked_for(store: Store, run_id: str) -> str:
-    """The run is blocked by delivery_failed: its detail."""
-    packet = store.get(run_id)
-    assert packet.state is State.BLOCKED
-    [blocker] = packet.open_blockers
-    assert blocker.kind is BlockerKind.DELIVERY_FAILED
-    assert "after 1 attempt" in blocker.detail
-    return blocker.detail
+    """The run is blocked by delivery_failed after one attempt: its detail."""
+    detail = delivery_failed(store, run_id).detail
+    assert "after 1 attempt" in detail
+    return detail
 
 
 @pytest.mark.parametrize("plant", ["folder", "file"])

@@ -11,13 +11,19 @@ from typing import Any
 
 import pytest
 
-from tests.delivery_support import PRIVATE, PUBLIC, approved_run, drain_until_settled, fast
+from tests.delivery_support import (
+    PRIVATE,
+    PUBLIC,
+    approved_run,
+    delivery_failed,
+    drain_until_settled,
+    fast,
+)
 from tests.fake_services import FakeGitHub
 from tests.helpers import FakeClock
 from waypost import runs, starting
 from waypost.delivery.relay import Relay
 from waypost.model import (
-    BlockerKind,
     DeliveryAssurance,
     DeliveryStatus,
     Kind,
@@ -100,10 +106,9 @@ def test_a_missing_repo_or_a_bad_or_missing_token_blocks_in_one_pass(
     run_id = approved_run(db, clock, target=target)
     [done] = relay(db, clock, github, **settings).drain()
     assert done.status is DeliveryStatus.FAILED
-    [blocker] = db.get(run_id).open_blockers
-    assert blocker.kind is BlockerKind.DELIVERY_FAILED
-    assert named in blocker.detail
-    assert "permanent" in blocker.detail
+    detail = delivery_failed(db, run_id).detail
+    assert named in detail
+    assert "permanent" in detail
 
 
 def test_rate_limiting_waits_until_the_reset_and_is_not_a_failure(

@@ -9,13 +9,20 @@ from typing import Any
 
 import pytest
 
-from tests.delivery_support import PRIVATE, PUBLIC, approved_run, drain_until_settled, fast
+from tests.delivery_support import (
+    PRIVATE,
+    PUBLIC,
+    approved_run,
+    delivery_failed,
+    drain_until_settled,
+    fast,
+)
 from tests.fake_smtp import SmtpServer
 from tests.helpers import FakeClock
 from waypost.delivery.mail import smtp_server
 from waypost.delivery.relay import Relay
 from waypost.errors import InvalidInput
-from waypost.model import BlockerKind, DeliveryAssurance, DeliveryStatus, State
+from waypost.model import DeliveryAssurance, DeliveryStatus, State
 from waypost.store import Store, open_store
 
 SENDER = "waypost@relay.example"
@@ -100,10 +107,9 @@ def test_a_missing_or_bad_credential_or_a_refused_address_blocks_in_one_pass(
         smtp.refuse.add(settings.pop("refuse"))
     [done] = relay(db, clock, smtp, **settings).drain()
     assert done.status is DeliveryStatus.FAILED
-    [blocker] = db.get(run_id).open_blockers
-    assert blocker.kind is BlockerKind.DELIVERY_FAILED
-    assert named in blocker.detail
-    assert smtp.password not in blocker.detail
+    detail = delivery_failed(db, run_id).detail
+    assert named in detail
+    assert smtp.password not in detail
     assert smtp.received == []
 
 

@@ -10,7 +10,14 @@ from typing import Any
 
 import pytest
 
-from tests.delivery_support import PRIVATE, PUBLIC, approved_run, drain_until_settled, fast
+from tests.delivery_support import (
+    PRIVATE,
+    PUBLIC,
+    approved_run,
+    delivery_failed,
+    drain_until_settled,
+    fast,
+)
 from tests.fake_services import FakeSlack
 from tests.helpers import FakeClock
 from waypost import runs, starting
@@ -147,11 +154,7 @@ def test_a_permanent_error_or_a_bad_or_missing_token_blocks_in_one_pass(
     run_id = approved_run(db, clock, target=f"slack:{channel}")
     [done] = relay(db, clock, slack, **settings).drain()
     assert done.status is DeliveryStatus.FAILED
-    packet = db.get(run_id)
-    assert packet.state is State.BLOCKED
-    [blocker] = packet.open_blockers
-    assert blocker.kind is BlockerKind.DELIVERY_FAILED
-    assert named in blocker.detail
+    assert named in delivery_failed(db, run_id).detail
     assert slack.messages() == []
 
 

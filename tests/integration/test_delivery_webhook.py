@@ -22,6 +22,7 @@ from tests.delivery_support import (
     Responder,
     WebhookServer,
     approved_run,
+    delivery_failed,
     drain_until_settled,
     fast,
     new_secret,
@@ -31,7 +32,7 @@ from waypost.core import outbox, receipts
 from waypost.delivery.relay import Relay
 from waypost.delivery.webhook import NO_SECRET
 from waypost.durations import utcnow
-from waypost.model import BlockerKind, DeliveryAssurance, DeliveryStatus, State
+from waypost.model import DeliveryAssurance, DeliveryStatus, State
 from waypost.receiver import Message, Receiver
 from waypost.store import Store, open_store
 
@@ -96,11 +97,8 @@ def test_410_gone_blocks_and_unblock_requeues_under_the_original_key(
         run_id = approved_run(store, clock, target=server.url)
         relay = Relay(store, settings=fast(webhook_secret=secret), clock=clock)
         [failed] = relay.drain()
-        packet = store.get(run_id)
         assert failed.status is DeliveryStatus.FAILED
-        assert packet.state is State.BLOCKED
-        [blocker] = packet.open_blockers
-        assert blocker.kind is BlockerKind.DELIVERY_FAILED
+        blocker = delivery_failed(store, run_id)
         assert server.url in blocker.detail
         assert "HTTP 410 Gone" in blocker.detail
         assert "delivery_failed" in cli.ok("show", run_id)
