@@ -147,11 +147,18 @@ def test_a_stuck_sweeper_is_replaced_once_its_lease_ends(store: Store, spawn: Sp
 def test_two_relays_deliver_every_approved_run_once(store: Store, spawn: Spawn) -> None:
     secret = new_secret()
     both_running = threading.Event()
+    relays: list[subprocess.Popen[str]] = []
+
+    def racing() -> bool:
+        # both relays registered; or one has already ended: its claim, made while the
+        # other's held every due row (SKIP LOCKED), found nothing, as `--once` may
+        return len(store.relays(now=utcnow())) >= 2 or any(
+            proc.poll() is not None for proc in relays)
 
     def respond(request: Request) -> tuple[int, bytes]:
         # the first answers wait until both relays run, so that they really race
         if not both_running.is_set():
-            _wait_for(lambda: len(store.relays(now=utcnow())) >= 2, 15, "both relays")
+            _wait_for(racing, 15, "both relays")
             both_running.set()
         time.sleep(0.01)
         return 200, b"ok"
@@ -161,7 +168,7 @@ def test_two_relays_deliver_every_approved_run_once(store: Store, spawn: Spawn) 
         run_ids = [approved_run(store, clock, target=server.url, title=f"run {i}")
                    for i in range(40)]
         env = {**os.environ, "WAYPOST_WEBHOOK_SECRET": secret}
-        relays = [spawn("deliver", "--once", env=env) for _ in range(2)]
+        relays += [spawn("deliver", "--once", env=env) for _ in range(2)]
         outputs = [proc.communicate(timeout=60) for proc in relays]
     assert [proc.returncode for proc in relays] == [0, 0], [err for _, err in outputs]
     ids = server.ids()
@@ -169,5 +176,4 @@ def test_two_relays_deliver_every_approved_run_once(store: Store, spawn: Spawn) 
     assert server.rejected == []
     assert {store.get(r).state for r in run_ids} == {State.DELIVERED}
     sent = [out.count(": sent (HTTP 200") for out, _ in outputs]
-    assert sum(sent) == 40
-    assert min(sent) > 0, sent  # both relays delivered some
+    assert sum(sent) == 40  # between them; usually both send some, but one may find none
