@@ -13,7 +13,7 @@ from bench.harness import elapsed_ms
 
 PYTHON_PASS = "python -c pass"
 # what the hot verbs import from outside the standard library (they skip click), loaded as
-# they load it: msgspec with typing_extensions hidden (waypost.cli.entry)
+# they load it: msgspec with typing_extensions hidden (waypost.cli.console)
 FLOOR_MODULES = "msgspec, sqlite3"
 FLOOR = f"dependency floor: import {FLOOR_MODULES}"
 # what a heartbeat imports without the command line: the use cases and the SQLite store
@@ -67,6 +67,6 @@ def python_pass() -> list[str]:
 
 def python_import(modules: str) -> list[str]:
     """`python -c "import …"`, msgspec loaded as the hot verbs load it, and ended as they
-    end (`os._exit`, no teardown: waypost.cli.entry.exit_now)."""
+    end (`os._exit`, no teardown: waypost.cli.exit_now)."""
     return [sys.executable, "-c",
             f"{_AS_THE_HOT_VERBS_DO}import {modules}; import os; os._exit(0)"]

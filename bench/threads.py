@@ -16,7 +16,7 @@ from pathlib import Path
 from bench.harness import Figure, Section, check, interleave
 from waypost.runs import Run
 from waypost.starting import start
-from waypost.store import sqlite_group
+from waypost.store import sqlite_write
 from waypost.store.sqlite import SqliteStore
 
 THREADS = 16
@@ -61,11 +61,11 @@ def run(folder: Path, *, rounds: int, seconds: float) -> Section:
         handles.append(handle)
 
     def ungrouped() -> float:
-        most, sqlite_group.MOST = sqlite_group.MOST, 1
+        most, sqlite_write.MOST = sqlite_write.MOST, 1
         try:
             return _window(store, handles, seconds, errors)
         finally:
-            sqlite_group.MOST = most
+            sqlite_write.MOST = most
 
     subjects: dict[str, Callable[[], float]] = {
         ONE: lambda: _window(store, handles[:1], seconds, errors),

@@ -1,3 +1,3 @@
-from waypost.cli.entry import main
+from waypost.cli import console
 
-raise SystemExit(main())
+raise SystemExit(console())

@@ -16,13 +16,13 @@ from typing import Any
 import pytest
 
 import waypost
-from waypost import events, model
-from waypost.cli import entry, hot
+from waypost import cli, events, model
+from waypost.cli import hot
 from waypost.errors import NotFound
 
 HEAVY = ("httpx", "litestar", "mcp", "psycopg", "psycopg_pool", "jinja2", "detect_secrets",
          "uvicorn", "anyio")
-# ~20 ms between them: typing_extensions (see waypost.cli.entry), hashlib (OpenSSL), pathlib
+# ~20 ms between them: typing_extensions (see waypost.cli.console), hashlib (OpenSSL), pathlib
 # (urllib.parse, ipaddress), threading
 AVOIDABLE = ("typing_extensions", "hashlib", "_hashlib", "pathlib", "threading")
 
@@ -69,7 +69,7 @@ def test_hot_verbs_import_nothing_heavy(run_in_store: tuple[Path, str], verb: li
 
 
 # `python -m waypost ...`, printing the modules loaded when a hot verb ends its process
-# (`entry.exit_now`; importtime also lists an import that was refused, as typing_extensions
+# (`cli.exit_now`; importtime also lists an import that was refused, as typing_extensions
 # is while msgspec loads)
 LOADED_AT_EXIT = (
     "import os, runpy, sys\n"
@@ -167,8 +167,8 @@ def test_the_hooks_import_nothing_heavy(session_store: Path, host: str, event: s
 
 
 def test_the_entry_knows_the_hot_verbs() -> None:
-    assert sorted(entry.HOT_VERBS) == sorted(hot.HOT)
-    assert set(entry.HASHING) < set(entry.HOT_VERBS)  # the writing ones choose the quick hash
+    assert sorted(cli.HOT_VERBS) == sorted(hot.HOT)
+    assert set(cli.HASHING) < set(cli.HOT_VERBS)  # the writing ones choose the quick hash
 
 
 def test_msgspec_without_typing_extensions_reads_packets_the_same(
@@ -180,7 +180,7 @@ def test_msgspec_without_typing_extensions_reads_packets_the_same(
     shown = subprocess.run([sys.executable, "-m", "waypost", "show", run_id, "--json"],
                            capture_output=True, env=env, check=True).stdout
     code = ("import sys\n"
-            "from waypost.cli.entry import import_msgspec_without_typing_extensions as lean\n"
+            "from waypost.cli import import_msgspec_without_typing_extensions as lean\n"
             "lean()\n"
             "assert 'msgspec' in sys.modules and 'typing_extensions' not in sys.modules\n"
             "from waypost import model\n"
@@ -254,13 +254,13 @@ def test_one_shot_processes_hash_events_without_openssl() -> None:
     """A hot verb's process hashes with Python's own SHA-256; a library keeps OpenSSL's."""
     import hashlib
 
-    from waypost.core import digest
+    from waypost.core import history
 
-    assert digest.sha256(b"waypost").hexdigest() == hashlib.sha256(b"waypost").hexdigest()
-    assert digest._sha256 is hashlib.sha256  # this process is a library's: OpenSSL
+    assert history.sha256(b"waypost").hexdigest() == hashlib.sha256(b"waypost").hexdigest()
+    assert history._sha256 is hashlib.sha256  # this process is a library's: OpenSSL
     code = ("import sys\n"
-            "from waypost.core import digest, history\n"
-            "digest.prefer_quick_start()  # as waypost.cli.entry does for a hot verb\n"
+            "from waypost.core import history\n"
+            "history.prefer_quick_start()  # as waypost.cli.console does for a hot verb\n"
             "print(history.sha256(b'waypost').hexdigest())\n"
             "assert 'hashlib' not in sys.modules, 'OpenSSL was loaded'\n")
     lean = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
@@ -269,7 +269,7 @@ def test_one_shot_processes_hash_events_without_openssl() -> None:
     assert lean.stdout.strip() == hashlib.sha256(b"waypost").hexdigest()
 
 
-# --- a hot verb ends its process without the interpreter's teardown (entry.exit_now) ----
+# --- a hot verb ends its process without the interpreter's teardown (cli.exit_now) ------
 
 
 def ended_early_env(store: Path) -> dict[str, str]:

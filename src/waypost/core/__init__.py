@@ -7,7 +7,6 @@ an event and the moments passed in, so it is tested without a database.
     gates.py      what a review records and whether the run may be approved
     outbox.py     which deliveries an event causes
     writes.py     what a write is: snapshot, events + packet + outbox rows, deferral
-    digest.py     the SHA-256 that chains events
     history.py    the hash chain: building events, deciding a write, verifying a run
     due.py        liveness and the moments the watchdog must act on
     watching.py   what a watchdog records, and when it looks again

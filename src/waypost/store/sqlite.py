@@ -32,8 +32,8 @@ from waypost.store.sqlite_side import SqliteSide
 if TYPE_CHECKING:  # made where they are used: a heartbeat makes none
     from waypost.events import Event
     from waypost.store.records import Diagnosis, SchemaState
-    from waypost.store.sqlite_group import GroupCommit
     from waypost.store.sqlite_outbox import Settle
+    from waypost.store.sqlite_write import GroupCommit
 
 _packet_decoder = json_decoder(Packet)
 
@@ -145,13 +145,12 @@ class SqliteStore(SqliteSide):
         """Where writes of this process's threads are committed together."""
         if self._group is None:
             from waypost.store import sqlite_write
-            from waypost.store.sqlite_group import GroupCommit
 
             with self._file.held("set up group commit"):
                 if self._group is None:
-                    self._group = GroupCommit(self._writing, sqlite_write.commit_one,
-                                              lambda write: f"write run {write.run_id}",
-                                              most=self._group_most)
+                    self._group = sqlite_write.GroupCommit(
+                        self._writing, sqlite_write.commit_one,
+                        lambda write: f"write run {write.run_id}", most=self._group_most)
         return self._group
 
     def commit_write(self, write: RunWrite) -> None:
@@ -257,7 +256,7 @@ class SqliteStore(SqliteSide):
         """Where a relay's threads record their attempts together (one fsync for all the
         settles waiting, each under its own lease, fence and version guard)."""
         if self._settles is None:
-            from waypost.store.sqlite_group import GroupCommit
+            from waypost.store.sqlite_write import GroupCommit
 
             with self._file.held("set up group commit"):
                 if self._settles is None:
