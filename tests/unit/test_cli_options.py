@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from waypost.cli import hot
 from waypost.cli.app import cli as group
-from waypost.cli.options import parse
+from waypost.cli.context import parse
 
 ENV = {"WAYPOST_URL": None, "WAYPOST_EPOCH": None}
 

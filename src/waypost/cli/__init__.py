@@ -2,8 +2,8 @@
 
     __init__.py  `console()`, the console script: start-up work before anything loads;
                  `main(argv)`: runs a command line; the one error → exit code map
-    context.py   what every verb shares: store, actor, output, the common options
-    options.py   options as data, parsed without click for the hot verbs
+    context.py   what every verb shares: store, actor, output, and its options as data
+                 (built into click commands; parsed without click for the hot verbs)
     hot.py       heartbeat, show, block, ls: run without click
     app.py       the click command tree (every other verb, and --help)
     lifecycle.py outputs.py review.py delivery.py watch.py ops.py demo.py: the verbs

@@ -12,9 +12,8 @@ from typing import Any
 import click
 
 from waypost.cli import lifecycle, outputs
-from waypost.cli.context import invoke
+from waypost.cli.context import Verb, invoke
 from waypost.cli.hot import HOT
-from waypost.cli.options import Verb
 
 # Verbs that live in their own modules, imported only when called (or listed by --help), so
 # the hot verbs never pay for them. Each feature area adds its line here.

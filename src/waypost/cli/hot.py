@@ -1,6 +1,6 @@
 """The hot verbs (heartbeat, show, block, ls, hook), declared as data.
 
-A command line that `options.parse` fully understands runs without loading click; every
+A command line that `context.parse` fully understands runs without loading click; every
 other one, --help included, goes to the click commands in `waypost.cli.app`, which are
 built from the same declarations. Nothing here loads an HTTP, MCP or PostgreSQL stack.
 """
@@ -13,8 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from waypost import model
-from waypost.cli.context import COMMON, EPOCH, RUN, Ctx, echo
-from waypost.cli.options import Arg, Opt, Verb, parse
+from waypost.cli.context import COMMON, EPOCH, RUN, Arg, Ctx, Opt, Verb, echo, parse
 from waypost.durations import utcnow
 from waypost.inputs import LIMIT_MAX, fraction, row_limit
 from waypost.model import TERMINAL, State, parse_states
