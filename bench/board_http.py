@@ -19,7 +19,7 @@ from pathlib import Path
 import httpx
 
 from bench import board, http_api
-from bench.harness import Section, figures, interleave
+from bench.harness import Section, check, figures, interleave
 from waypost import tokens
 from waypost.store import open_store
 
@@ -75,8 +75,10 @@ def run(folder: Path, *, rounds: int, stored: int, small: int = 1_000) -> Sectio
         }, rounds + 1)
         rss = rss_mb(big_pid)
     section.figures = figures({name: values[1:] for name, values in samples.items()})
-    section.add_ratio(f"page at {stored:,} / page at {small:,}", big_page, small_page)
+    grown = section.add_ratio(f"page at {stored:,} / page at {small:,}", big_page, small_page)
     section.add_ratio("page / bare listing", big_page, big_list)
+    section.targets = [check(f"board's page over HTTP: {stored:,} stored <= 1.2x {small:,} stored",
+                             grown.median, 1.2, at_least=False)]
     section.counts = {"stored runs": stored, "active runs": board.active_runs(stored),
                       "server RSS, MB, after the rounds": round(rss)}
     section.notes.append(f"the page shows the 1,000 most recently changed of the {stored:,} runs, "

@@ -24,7 +24,7 @@ from typing import Any
 
 import waypost
 from bench import pending
-from bench.harness import Section, figures, interleave
+from bench.harness import Section, check, figures, interleave
 
 RELAY = "waypost relay: approved -> delivered"
 NEW_CONNECTION = "bare httpx POST, new connection each"
@@ -146,8 +146,10 @@ def run(folder: Path, *, rounds: int, batch: int) -> Section:
             subject()  # warm up: imports, connections, caches
         samples = interleave(subjects, rounds)
     section.figures = figures(samples)
-    section.add_ratio("relay / bare POST, new connection", RELAY, NEW_CONNECTION)
+    fresh = section.add_ratio("relay / bare POST, new connection", RELAY, NEW_CONNECTION)
     section.add_ratio("relay / bare POST, kept alive", RELAY, KEPT_ALIVE)
+    section.targets = [check("relay: approved -> delivered >= 0.8x a bare POST on a new "
+                             "connection", fresh.median, 0.8, at_least=True)]
     section.notes.append(f"{batch} deliveries per sample, {rounds} interleaved rounds; each "
                          "delivery signed (Standard Webhooks) and committed with its event")
     return section

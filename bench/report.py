@@ -29,10 +29,10 @@ def targets(sections: Mapping[str, Section]) -> list[Target]:
                      "durable transition >= 1.0x LangGraph SqliteSaver.put", 1.0,
                      at_least=True),
         ratio_target(sections, "durable", durable.VS_RAW,
-                     "durable transition >= 0.8x raw sqlite3 insert+upsert", 0.8,
+                     "durable transition >= 0.75x raw sqlite3 insert+upsert", 0.75,
                      at_least=True),
         ratio_target(sections, "cli", cli_verbs.HEARTBEAT_RATIO,
-                     "`waypost heartbeat` <= 4x `python -c pass`", 4.0, at_least=False),
+                     "`waypost heartbeat` <= 3.0x `python -c pass`", 3.0, at_least=False),
     ]
     errors = sections["writers"].counts.get(f"errors, {writers.name(16)}", 0) \
         if "writers" in sections else 0

@@ -40,19 +40,20 @@ def _waypost_beat(url: str, run_id: str, actor: str, epoch: int) -> tuple[Beat, 
 
 
 def _raw_pg_beat(url: str, run_id: str, actor: str, epoch: int) -> tuple[Beat, Any]:
-    """A raw psycopg transaction: insert a 1 KB event row, upsert a 2 KB packet row."""
+    """Raw psycopg: insert a 1 KB event row and upsert a 2 KB packet row, in one statement
+    and its own transaction: one round trip, as waypost's heartbeat makes (a transaction of
+    two statements would take four: BEGIN, INSERT, INSERT, COMMIT)."""
     import psycopg
 
-    conn = psycopg.connect(url)
+    conn = psycopg.connect(url, autocommit=True)
     event, packet = '{"e":"' + "e" * 1016 + '"}', '{"p":"' + "p" * 2040 + '"}'
 
     def beat(n: int) -> object:
-        with conn.transaction():
-            conn.execute("INSERT INTO events (run_id, seq, body) VALUES (%s, %s, %s)",
-                         (run_id, n, event))
-            conn.execute("INSERT INTO packets (id, version, body) VALUES (%s, %s, %s)"
-                         " ON CONFLICT (id) DO UPDATE SET version = excluded.version,"
-                         " body = excluded.body", (run_id, n, packet))
+        conn.execute("WITH moved AS (INSERT INTO packets (id, version, body) VALUES (%s, %s, %s)"
+                     " ON CONFLICT (id) DO UPDATE SET version = excluded.version,"
+                     " body = excluded.body RETURNING id)"
+                     " INSERT INTO events (run_id, seq, body) SELECT id, %s, %s FROM moved",
+                     (run_id, n, packet, n, event))
         return n
 
     return beat, conn.close
