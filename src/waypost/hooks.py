@@ -180,7 +180,7 @@ def no_run_count_setting(session: str) -> str:
     """The store setting that counts a session's refusals for having no run (there is no
     run row to count them on): named after the session, or a digest of an id that does not
     fit a setting's name."""
-    from waypost.store.limits import MAX_SETTING_NAME, SETTING_NAME_CHARS
+    from waypost.store.shared import MAX_SETTING_NAME, SETTING_NAME_CHARS
 
     name = "hook.norun." + session
     if len(name) <= MAX_SETTING_NAME and set(name) <= SETTING_NAME_CHARS:

@@ -36,7 +36,7 @@ from waypost.events import AnyEventData, BlockerOpened
 from waypost.model import Packet, State, Watcher, WatcherRole
 from waypost.store.base import Store
 from waypost.store.records import SweeperLock
-from waypost.store.rows import Skipped
+from waypost.store.shared import Skipped
 
 DEFAULT_INTERVAL = 30.0
 LEASE_INTERVALS = 3  # a watcher's lease lasts this many intervals unless told otherwise

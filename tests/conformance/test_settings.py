@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from waypost.errors import InvalidInput
 from waypost.store import Store
-from waypost.store.limits import MAX_SETTING_VALUE
+from waypost.store.shared import MAX_SETTING_VALUE
 
 
 def test_a_new_store_has_no_settings(store: Store) -> None:

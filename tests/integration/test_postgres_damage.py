@@ -17,7 +17,7 @@ from waypost.model import Kind
 from waypost.store import open_postgres
 from waypost.store.postgres import PostgresStore
 from waypost.store.postgres_setup import latest_version, parse_url
-from waypost.store.rows import Skipped
+from waypost.store.shared import Skipped
 
 
 @pytest.fixture

@@ -22,7 +22,7 @@ from waypost.core.history import verify_run
 from waypost.errors import StoreBusy, StoreError
 from waypost.model import Kind
 from waypost.store import open_store
-from waypost.store.rows import Skipped
+from waypost.store.shared import Skipped
 from waypost.store.sqlite import SqliteStore
 from waypost.store.sqlite_setup import SCHEMA_VERSION
 from waypost.watchdog import sweep

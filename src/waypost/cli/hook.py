@@ -200,7 +200,7 @@ def _no_default_store() -> bool:
 def bounded_wait() -> Iterator[None]:
     """Wait for a busy store `HOOK_WAIT` at most (unless WAYPOST_BUSY_TIMEOUT says), well
     below a host's hook timeout (Claude Code's: 60 s)."""
-    from waypost.store.limits import BUSY_TIMEOUT_ENV
+    from waypost.store.shared import BUSY_TIMEOUT_ENV
 
     if os.environ.get(BUSY_TIMEOUT_ENV):
         yield

@@ -65,7 +65,7 @@ def _show_text(packet: model.Packet, now: datetime) -> str:
 def ls_(ctx: Ctx, states: Sequence[str], owner: str | None, show_all: bool, limit: int) -> None:
     """The board: active runs, most recently updated first."""
     from waypost.cli import render
-    from waypost.store.rows import Skipped
+    from waypost.store.shared import Skipped
     from waypost.views import observe_runs
 
     wanted = parse_states(states) or (None if show_all else [s for s in State if s not in TERMINAL])

@@ -20,7 +20,7 @@ from waypost.model import (
     State,
     Watcher,
 )
-from waypost.store.rows import Skipped
+from waypost.store.shared import Skipped
 
 if TYPE_CHECKING:  # records load where they are made: a heartbeat makes none
     from waypost.events import Event  # events load where they are built or read: `show` reads none

@@ -33,8 +33,6 @@ from waypost.events import Event
 from waypost.model import Delivery, Packet, State, to_json
 from waypost.store import postgres_outbox as outbox_sql
 from waypost.store import postgres_watch as watch_sql
-from waypost.store.limits import busy_timeout as busy_timeout_setting
-from waypost.store.limits import check_setting
 from waypost.store.postgres_live import AdvisoryLock, RunListener, driver_errors
 from waypost.store.postgres_setup import (
     CONNECT_TIMEOUT,
@@ -48,7 +46,15 @@ from waypost.store.postgres_setup import (
 )
 from waypost.store.postgres_side import PostgresSide
 from waypost.store.records import Diagnosis, SchemaState, Status
-from waypost.store.rows import DueRow, Skipped, decode_packet, due_page, readable_packets
+from waypost.store.shared import (
+    DueRow,
+    Skipped,
+    check_setting,
+    decode_packet,
+    due_page,
+    readable_packets,
+)
+from waypost.store.shared import busy_timeout as busy_timeout_setting
 
 POOL_MAX_SIZE = 8
 _packet_decoder = msgspec.json.Decoder(Packet)

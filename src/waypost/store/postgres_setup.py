@@ -22,8 +22,8 @@ import psycopg
 from psycopg import sql
 
 from waypost.errors import InvalidInput, Refused
-from waypost.store.limits import DEFAULT_BUSY_TIMEOUT, MIN_WRITER, write_refusal
 from waypost.store.records import Diagnosis, Status
+from waypost.store.shared import DEFAULT_BUSY_TIMEOUT, MIN_WRITER, write_refusal
 
 DEFAULT_SCHEMA = "waypost"
 CHANNEL_PREFIX = "waypost_runs."

@@ -19,8 +19,7 @@ from waypost.store import postgres_api as api_sql
 from waypost.store import postgres_outbox as outbox_sql
 from waypost.store import postgres_watch as watch_sql
 from waypost.store.base import Store
-from waypost.store.limits import stop_turn_setting
-from waypost.store.rows import Skipped, readable_packets
+from waypost.store.shared import Skipped, readable_packets, stop_turn_setting
 
 
 class PostgresSide(Store):

@@ -13,7 +13,7 @@ import psycopg
 from waypost.core.writes import Deferral
 from waypost.model import Watcher, WatcherRole
 from waypost.store.base import PRUNE_BATCH
-from waypost.store.rows import DueRow
+from waypost.store.shared import DueRow
 
 Cursor = psycopg.Cursor[Any]
 _WATCHER_COLUMNS = ("id, host, pid, interval_s, owner, started_at, last_beat, last_sweep,"

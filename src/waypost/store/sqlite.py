@@ -23,9 +23,17 @@ from waypost.model import (
     State,
     json_decoder,
 )
-from waypost.store.limits import MIN_WRITER, check_setting, stop_turn_setting
-from waypost.store.limits import busy_timeout as busy_timeout_setting
-from waypost.store.rows import DueRow, Skipped, decode_packet, due_page, readable_packets
+from waypost.store.shared import (
+    MIN_WRITER,
+    DueRow,
+    Skipped,
+    check_setting,
+    decode_packet,
+    due_page,
+    readable_packets,
+    stop_turn_setting,
+)
+from waypost.store.shared import busy_timeout as busy_timeout_setting
 from waypost.store.sqlite_setup import SCHEMA_VERSION, StoreFile, integrity_diagnosis
 from waypost.store.sqlite_side import SqliteSide
 

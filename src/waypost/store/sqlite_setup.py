@@ -27,7 +27,7 @@ from waypost.errors import (
     StoreError,
     WaypostError,
 )
-from waypost.store.limits import BUSY_TIMEOUT_ENV, MIN_WRITER, write_refusal
+from waypost.store.shared import BUSY_TIMEOUT_ENV, MIN_WRITER, write_refusal
 
 if TYPE_CHECKING:  # made where they are used: a heartbeat makes none
     from waypost.store.records import Diagnosis

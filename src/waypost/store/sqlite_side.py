@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from waypost.errors import NotFound
 from waypost.model import Delivery, Grant, Packet, RelayInfo, State, Watcher, json_decoder
 from waypost.store.base import Store
-from waypost.store.rows import Skipped, readable_packets
+from waypost.store.shared import Skipped, readable_packets
 
 if TYPE_CHECKING:  # made where they are used: a heartbeat makes none
     from waypost.store.records import AlwaysHeld

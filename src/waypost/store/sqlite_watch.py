@@ -14,7 +14,7 @@ import msgspec
 from waypost.core.writes import Deferral
 from waypost.model import Watcher, WatcherRole
 from waypost.store.base import PRUNE_BATCH
-from waypost.store.rows import DueRow
+from waypost.store.shared import DueRow
 
 _WATCHER_COLUMNS = ("id, host, pid, interval_s, owner, started_at, last_beat, last_sweep,"
                     " expires_at, role")
