@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import shutil
 import sqlite3
+import threading
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -26,6 +27,7 @@ from waypost.model import BlockerKind, Kind
 from waypost.store import sqlite_write
 from waypost.store.base import check_moves
 from waypost.store.sqlite import SqliteStore
+from waypost.store.sqlite_setup import begin_immediate
 
 Row = tuple[object, ...]
 
@@ -154,3 +156,31 @@ def test_the_steady_update_matches_when_the_general_one_would_move_nothing(
     finally:
         db.execute("ROLLBACK")
     assert changed == (same_owner and not check_moves(stored, due, now=now))
+
+
+def test_a_busy_error_that_came_early_is_tried_again_within_the_wait(tmp_path: Path) -> None:
+    """The driver gives up at once here (its busy timeout 0), while another connection
+    holds the write lock for a moment: `begin_immediate` waits on with what is left of
+    its own wait, takes the lock, and sets the driver's timeout back."""
+    path = tmp_path / "store.db"
+    _claimed(path, FakeClock())
+    holder = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    db = sqlite3.connect(path, isolation_level=None, timeout=0)
+    holder.execute("BEGIN IMMEDIATE")
+    release = threading.Timer(0.05, holder.execute, ("COMMIT",))
+    release.start()
+    try:
+        begin_immediate(db, 5.0)
+        db.execute("COMMIT")
+    finally:
+        release.join()
+        holder.close()
+    assert db.execute("PRAGMA busy_timeout").fetchone() == (5000,)
+    db.execute("PRAGMA busy_timeout = 0")
+    holder_again = sqlite3.connect(path, isolation_level=None)
+    holder_again.execute("BEGIN IMMEDIATE")
+    with pytest.raises(sqlite3.OperationalError, match="locked"):
+        begin_immediate(db, 0.05)  # its wait runs out: the busy error is raised
+    holder_again.close()
+    assert db.execute("PRAGMA busy_timeout").fetchone() == (50,)
+    db.close()
