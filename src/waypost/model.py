@@ -41,12 +41,22 @@ def quick(body: type[E]) -> type[E]:
     checks (that no name or value repeats is held by a test over every enum made so)."""
     if _simple_enum is not None:
         made: type[E] = _simple_enum(enum.StrEnum)(body)
-        return made
-    namespace = enum.EnumType.__prepare__(body.__name__, (enum.StrEnum,))
-    for name, value in vars(body).items():
-        if name not in ("__dict__", "__weakref__"):
-            namespace[name] = value
-    return enum.EnumType(body.__name__, (enum.StrEnum,), namespace)  # type: ignore[return-value]
+    else:
+        namespace = enum.EnumType.__prepare__(body.__name__, (enum.StrEnum,))
+        for name, value in vars(body).items():
+            if name not in ("__dict__", "__weakref__"):
+                namespace[name] = value
+        made = enum.EnumType(body.__name__, (enum.StrEnum,), namespace)  # type: ignore[assignment]
+    _members_in_class(made)
+    return made
+
+
+def _members_in_class(made: type[E]) -> None:
+    """Keep each member itself in its class, as 3.12 does: 3.11 keeps a descriptor that
+    hands it out, so every `State.IN_PROGRESS` was a Python call (nine a heartbeat)."""
+    for name, member in made.__members__.items():
+        if vars(made).get(name) is not member:
+            type.__setattr__(made, name, member)  # EnumType's own refuses any member
 
 
 class Record(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):

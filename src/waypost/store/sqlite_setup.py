@@ -100,21 +100,36 @@ def connect(path: str, *, create: bool, busy_s: float) -> sqlite3.Connection:
 def begin_immediate(db: sqlite3.Connection, busy_s: float) -> None:
     """Take the write lock, waiting `busy_s` in all for the writer holding it (the driver's
     busy timeout does the waiting). A busy error that came early (SQLite gives up at once
-    in a few cases) is tried again with what is left of the wait."""
-    deadline = time.monotonic() + busy_s
+    in a few cases) is tried again with what is left of the wait (`_begin_again`)."""
+    started = time.monotonic()
+    try:
+        db.execute("BEGIN IMMEDIATE")
+    except sqlite3.OperationalError as exc:
+        if not is_busy(exc):
+            raise
+        _begin_again(db, busy_s, started + busy_s, exc)
+
+
+def _begin_again(db: sqlite3.Connection, busy_s: float, deadline: float,
+                 busy: sqlite3.OperationalError) -> None:
+    """`begin_immediate` after a busy error, until `deadline`: the busy timeout shortened
+    to what is left, and set back after."""
     shortened = False
     try:
         while True:
+            left = deadline - time.monotonic()
+            if left <= 0.001:
+                raise busy
+            time.sleep(min(0.01, left))
+            db.execute(f"PRAGMA busy_timeout = {max(1, int((left - 0.01) * 1000))}")
+            shortened = True
             try:
                 db.execute("BEGIN IMMEDIATE")
                 return
             except sqlite3.OperationalError as exc:
-                left = deadline - time.monotonic()
-                if not is_busy(exc) or left <= 0.001:
+                if not is_busy(exc):
                     raise
-                time.sleep(min(0.01, left))
-                db.execute(f"PRAGMA busy_timeout = {max(1, int((left - 0.01) * 1000))}")
-                shortened = True
+                busy = exc
     finally:
         if shortened:
             db.execute(f"PRAGMA busy_timeout = {int(busy_s * 1000)}")

@@ -28,6 +28,12 @@ GUARDED_UPDATE = ("UPDATE runs SET version = ?, state = ?, head_hash = ?, update
                   f" packet = ?, change_pos = {NEXT_CHANGE} WHERE id = ? AND version = ?")
 # ... handing back what it left alone: the owner and the next check
 GUARDED_UPDATE_RETURNING = f"{GUARDED_UPDATE} RETURNING owner, next_check_at"
+# ... only if, besides, the write leaves the owner as it is and the next check where it is
+# (`check_moves` false, written out: the same check, or one still ahead of `now` that
+# comes no later than the write's own): a heartbeat's case. RETURNING costs more than
+# the rest of the statement, and this needs none.
+STEADY_UPDATE = (f"{GUARDED_UPDATE} AND owner = ?"
+                 " AND (next_check_at IS ? OR (next_check_at > ? AND ? >= next_check_at))")
 # a page of writes (`write_runs`): the feed positions counted on from one read of the
 # highest, as the subquery would give them row by row; and, where it must move, the next
 # check in the same statement, so that the row is rewritten once, not twice
@@ -40,31 +46,40 @@ PAGE_UPDATE_CHECK = ("UPDATE runs SET version = ?, state = ?, head_hash = ?, upd
 def commit_one(db: sqlite3.Connection, write: RunWrite) -> None:
     """Commit one write inside the caller's transaction, under its version guard.
 
-    The guarded UPDATE is the guard: it changes the row only at the expected version,
-    and hands back the owner and next check it left alone (`write_runs` says why they
-    are written apart), so a heartbeat runs two statements, not three."""
-    version, state, owner, head, updated, due, body = columns(write.packet, write.events[-1])
-    run_id = write.run_id
-    rows = db.execute(GUARDED_UPDATE_RETURNING,
-                      (version, state, head, updated, body, run_id,
-                       write.expected_version)).fetchall()  # to the end: it is done
-    if not rows:
-        raise _refusal(db, write)
-    was_owner, was_due = rows[0]
-    if owner != was_owner:
-        db.execute("UPDATE runs SET owner = ? WHERE id = ?", (owner, run_id))
-    if check_moves(was_due, due, now=write.packet.updated_at.timestamp()):
-        db.execute("UPDATE runs SET next_check_at = ? WHERE id = ?", (due, run_id))
-    events = write.events
+    The guarded UPDATE is the guard. Most writes (heartbeats) leave the owner and the
+    next check as they are: the steady UPDATE sees that in its WHERE clause, so a
+    heartbeat runs two statements and reads nothing back. When it changes no row, the
+    write moves them, or was refused: `_update_moving` says which."""
+    packet, events = write.packet, write.events
+    version, state, owner, head, updated, due, body = columns(packet, events[-1])
+    guarded = (version, state, head, updated, body, write.run_id, write.expected_version)
+    now = packet.updated_at.timestamp()
+    if db.execute(STEADY_UPDATE, (*guarded, owner, due, now, due)).rowcount != 1:
+        _update_moving(db, write, guarded, owner, due, now)
     if len(events) == 1:  # most writes: one event, at the packet's time (written above)
-        at = updated if events[0].at is write.packet.updated_at else None
-        db.execute(INSERT_EVENT, event_row(events[0], at))
+        db.execute(INSERT_EVENT, event_row(events[0], updated
+                                           if events[0].at is packet.updated_at else None))
     else:
         insert_events(db, events)
     if write.outbox:
         from waypost.store import sqlite_outbox  # here: a heartbeat queues nothing
 
         sqlite_outbox.queue(db, write.outbox)
+
+
+def _update_moving(db: sqlite3.Connection, write: RunWrite, guarded: tuple[object, ...],
+                   owner: str, due: float | None, now: float) -> None:
+    """The guarded UPDATE of a write that moves the owner or the next check (or is
+    refused): it hands back the owner and next check it left alone, and those that must
+    change are written apart (`write_runs` says why)."""
+    rows = db.execute(GUARDED_UPDATE_RETURNING, guarded).fetchall()  # to the end: it is done
+    if not rows:
+        raise _refusal(db, write)
+    was_owner, was_due = rows[0]
+    if owner != was_owner:
+        db.execute("UPDATE runs SET owner = ? WHERE id = ?", (owner, write.run_id))
+    if check_moves(was_due, due, now=now):
+        db.execute("UPDATE runs SET next_check_at = ? WHERE id = ?", (due, write.run_id))
 
 
 def _refusal(db: sqlite3.Connection, write: RunWrite) -> WaypostError:
