@@ -74,3 +74,12 @@ def test_quick_without_the_standard_library_shortcut_makes_the_same(
     assert Colour("green") is Colour.GREEN
     assert Colour.GREEN.loud() == "GREEN"
     assert msgspec.json.decode(b'"red"', type=Colour) is Colour.RED
+
+
+@pytest.mark.parametrize("made", QUICK, ids=lambda e: e.__name__)
+def test_a_quick_enums_members_are_read_from_the_class_itself(made: type[enum.StrEnum]) -> None:
+    """`State.BLOCKED` is a class attribute holding the member, as a usual declaration
+    stores it, not a descriptor that finds the member on every read (the rules read
+    members on every decision)."""
+    for member in made:
+        assert vars(made)[member.name] is member
