@@ -67,12 +67,10 @@ def silent_detail(packet: Packet, now: datetime) -> str:
 
 
 def _stamp(moment: datetime) -> str:
-    """The moment as `%Y-%m-%d %H:%M:%S` writes it, from its fields: a third of strftime's
-    cost, and less than isoformat's, which formats the offset only to cut it off. (Before
-    the year 1000 strftime may leave the year unpadded.)"""
+    """The moment as `%Y-%m-%d %H:%M:%S` writes it: isoformat's same text costs half as
+    much, except before the year 1000, which strftime may leave unpadded."""
     if moment.year >= 1000:
-        return "%04d-%02d-%02d %02d:%02d:%02d" % (moment.year, moment.month, moment.day,
-                                                  moment.hour, moment.minute, moment.second)
+        return moment.isoformat(" ", "seconds")[:19]
     return f"{moment:%Y-%m-%d %H:%M:%S}"
 
 
