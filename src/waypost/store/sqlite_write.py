@@ -124,6 +124,7 @@ def _page_rows(writes: Sequence[RunWrite], stored: dict[str, tuple[int, str, flo
         _, was_owner, was_due = stored[w.run_id]
         if owner != was_owner:
             owners.append((owner, w.run_id))
+        row: tuple[object, ...]
         if check_moves(was_due, due, now=now):
             sql, row = PAGE_UPDATE_CHECK, (version, state, head, updated, body, due, position,
                                            w.run_id, w.expected_version)
