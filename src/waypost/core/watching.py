@@ -67,10 +67,13 @@ def silent_detail(packet: Packet, now: datetime) -> str:
 
 
 def _stamp(moment: datetime) -> str:
-    """The moment as `%Y-%m-%d %H:%M:%S` writes it: isoformat's same text costs half as
-    much, except before the year 1000, which strftime may leave unpadded."""
+    """The moment as `%Y-%m-%d %H:%M:%S` writes it, from its fields: a third of strftime's
+    cost and less than isoformat's, which formats the offset only for it to be cut off
+    (an f-string's six format specs cost more). Before the year 1000 strftime may leave
+    the year unpadded."""
     if moment.year >= 1000:
-        return moment.isoformat(" ", "seconds")[:19]
+        return "%04d-%02d-%02d %02d:%02d:%02d" % (  # noqa: UP031
+            moment.year, moment.month, moment.day, moment.hour, moment.minute, moment.second)
     return f"{moment:%Y-%m-%d %H:%M:%S}"
 
 

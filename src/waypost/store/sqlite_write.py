@@ -106,21 +106,45 @@ def write_runs(db: sqlite3.Connection, writes: Sequence[RunWrite],
     consecutive rows that take the same statement."""
     if not writes:
         return
-    batches: list[tuple[str, list[tuple[object, ...]]]] = []  # runs of one statement, in order
-    owners, events = [], []
-    moment, updated = None, ""  # a page's writes are mostly at one moment: written once
     (position,) = db.execute(f"SELECT {NEXT_CHANGE}").fetchone()
+    batches, owners, events = _page_rows(writes, stored, position)
+    changed = sum(db.executemany(sql, rows).rowcount for sql, rows in batches)
+    if changed != len(writes):
+        raise StoreError(f"{len(writes)} guarded run writes changed {changed} rows")
+    if owners:
+        db.executemany("UPDATE runs SET owner = ? WHERE id = ?", owners)
+    db.executemany(INSERT_EVENT, events)
+    items = [item for w in writes for item in w.outbox]
+    if items:
+        from waypost.store import sqlite_outbox  # here: a heartbeat queues nothing
+
+        sqlite_outbox.queue(db, items)
+
+
+Rows = list[tuple[object, ...]]
+
+
+def _page_rows(writes: Sequence[RunWrite], stored: dict[str, tuple[int, str, float | None]],
+               position: int) -> tuple[list[tuple[str, Rows]], Rows, Rows]:
+    """`write_runs`'s statements for a page: the run updates as runs of consecutive rows
+    that take the same statement (in page order), the owners that change, the events."""
+    batches: list[tuple[str, Rows]] = []
+    owners: Rows = []
+    events: Rows = []
+    moment, updated, now = None, "", 0.0  # a page's writes are mostly at one moment
     for w in writes:
-        if w.packet.updated_at is not moment:
+        if w.packet.updated_at is not moment:  # its text and unix time made once
             moment, updated = w.packet.updated_at, w.packet.updated_at.isoformat()
+            now = moment.timestamp()
         version, state, owner, head, updated, due, body = columns(w.packet, w.events[-1],
                                                                   updated)
-        events += [event_row(e, updated if e.at is moment else None) for e in w.events]
+        for e in w.events:
+            events.append(event_row(e, updated if e.at is moment else None))
         _, was_owner, was_due = stored[w.run_id]
         if owner != was_owner:
             owners.append((owner, w.run_id))
         row: tuple[object, ...]
-        if check_moves(was_due, due, now=w.packet.updated_at.timestamp()):
+        if check_moves(was_due, due, now=now):
             sql, row = PAGE_UPDATE_CHECK, (version, state, head, updated, body, due, position,
                                            w.run_id, w.expected_version)
             was_due = due
@@ -133,17 +157,7 @@ def write_runs(db: sqlite3.Connection, writes: Sequence[RunWrite],
         else:
             batches.append((sql, [row]))
         stored[w.run_id] = (version, owner, was_due)
-    changed = sum(db.executemany(sql, rows).rowcount for sql, rows in batches)
-    if changed != len(writes):
-        raise StoreError(f"{len(writes)} guarded run writes changed {changed} rows")
-    if owners:
-        db.executemany("UPDATE runs SET owner = ? WHERE id = ?", owners)
-    db.executemany(INSERT_EVENT, events)
-    items = [item for w in writes for item in w.outbox]
-    if items:
-        from waypost.store import sqlite_outbox  # here: a heartbeat queues nothing
-
-        sqlite_outbox.queue(db, items)
+    return batches, owners, events
 
 
 def columns(packet: Packet, last: Event, updated: str | None = None,
