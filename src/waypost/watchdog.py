@@ -13,13 +13,11 @@ lock (`Store.sweeper_lock`): one active sweeper per scope, the others standing b
 
 from __future__ import annotations
 
-import gc
 import os
 import re
 import socket
 import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from datetime import datetime, timedelta
 
 import msgspec
@@ -94,10 +92,8 @@ def sweep(store: Store, *, watcher_id: str, now: datetime | None = None,
     after: tuple[datetime, str] | None = None
     skipped: list[Skipped] = []  # rows that do not read: named, never stopping the sweep
     while True:
-        with _collector_paused():
-            page = store.due_runs(now=now, owner=owner, after=after, limit=batch,
-                                  skipped=skipped)
-            _sweep_page(store, page, actor_of(watcher_id), now, relays, tally)
+        page = store.due_runs(now=now, owner=owner, after=after, limit=batch, skipped=skipped)
+        _sweep_page(store, page, actor_of(watcher_id), now, relays, tally)
         if len(page) < batch:
             break
         after = (page[-1].due_at, page[-1].packet.id)
@@ -105,22 +101,6 @@ def sweep(store: Store, *, watcher_id: str, now: datetime | None = None,
     return SweepReport(watcher=watcher_id, at=now, examined=tally.examined,
                        actions=tuple(tally.actions), deferred=tally.deferred,
                        errors=tuple(tally.errors))
-
-
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """The cyclic garbage collector held off while a page is read, decided and committed
-    (if it runs at all), then let run again. A page's thousands of objects are records,
-    tuples and text, freed by their counts once the page is done; meanwhile the collector
-    would walk them again every few hundred allocations, a twentieth of a sweep's time."""
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 class _Tally:

@@ -5,7 +5,6 @@ refused (the sweep then goes run by run, the way a sweep always did)."""
 
 from __future__ import annotations
 
-import gc
 import shutil
 from collections.abc import Sequence
 from datetime import datetime, timedelta
@@ -92,33 +91,3 @@ def test_a_page_at_a_time_records_what_one_run_at_a_time_does(
     with open_store(str(batched)) as store:
         for run_id in store.run_ids():
             verify_run(run_id, store.events(run_id), store.get(run_id))
-
-
-@pytest.mark.parametrize("enabled", [True, False])
-def test_the_collector_is_held_off_while_a_page_is_decided(tmp_path: Path, clock: FakeClock,
-                                                           enabled: bool) -> None:
-    """A page's hundreds of records would otherwise set the cyclic collector walking them
-    every few hundred allocations (here about eight times); it runs at most once, catching
-    up when the page is done, and is then as it was (off stays off)."""
-    with open_store(str(tmp_path / "store.db")) as store:
-        for _ in range(240):
-            _start(store, clock)
-        clock.advance(120)
-        collections: list[int] = []
-
-        def count(phase: str, info: dict[str, int]) -> None:
-            if phase == "start":
-                collections.append(info["generation"])
-
-        gc.callbacks.append(count)
-        (gc.enable if enabled else gc.disable)()
-        try:
-            report = watchdog.sweep(store, watcher_id="t", now=clock(), batch=300)
-            after = gc.isenabled()
-        finally:
-            gc.enable()
-            gc.callbacks.remove(count)
-    assert len(report.actions) == 240
-    assert not report.errors
-    assert len(collections) <= 1
-    assert after is enabled
