@@ -219,8 +219,10 @@ KILLED_WRITER = textwrap.dedent("""
         run = Run(store, run_id, actor=f"w{index}")
         while True:
             packet = run.heartbeat(note="beat")
-            with lock:  # printed only once the write is durable
-                print(run_id, packet.version, flush=True)
+            with lock:  # printed only once the write is durable, in one write(2): a
+                # line shorter than PIPE_BUF reaches the pipe whole or not at all
+                sys.stdout.write(f"{run_id} {packet.version}\\n")
+                sys.stdout.flush()
     for index, run_id in enumerate(ids):
         threading.Thread(target=work, args=(run_id, index), daemon=True).start()
     threading.Event().wait()
@@ -246,7 +248,8 @@ def test_sigkill_in_the_middle_of_groups_loses_no_acknowledged_write(tmp_path: P
     rest = writer.stdout.read()
     writer.wait()
     writer.stdout.close()
-    for line in rest.splitlines():
+    for line in rest.splitlines(keepends=True):
+        assert line.endswith("\n"), f"a torn acknowledgement: {line!r}"
         run_id, version = line.split()
         acknowledged[run_id] = max(acknowledged[run_id], int(version))
     with SqliteStore(path) as store:
