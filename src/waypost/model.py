@@ -54,8 +54,9 @@ def quick(body: type[E]) -> type[E]:
 def _members_in_class(made: type[E]) -> None:
     """Keep each member itself in its class, as 3.12 does: 3.11 keeps a descriptor that
     hands it out, so every `State.IN_PROGRESS` was a Python call (nine a heartbeat)."""
-    for name, member in made.__members__.items():
-        if vars(made).get(name) is not member:
+    own = made.__dict__
+    for name, member in made._member_map_.items():
+        if own.get(name) is not member:
             type.__setattr__(made, name, member)  # EnumType's own refuses any member
 
 
