@@ -44,8 +44,12 @@ class _Hook(BaseHTTPRequestHandler):
         return
 
 
+class _Receiver(ThreadingHTTPServer):
+    request_queue_size = 128  # the relay's 8 concurrent sends must not overflow the backlog
+
+
 def _receive(ports: Queue[Any]) -> None:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Hook)
+    server = _Receiver(("127.0.0.1", 0), _Hook)
     ports.put(server.server_address[1])
     server.serve_forever()
 

@@ -76,6 +76,11 @@ Responder = Callable[[Request], tuple[int, bytes]]
 
 
 class _QuietServer(ThreadingHTTPServer):
+    # a relay opens up to 8 connections at once, two relays 16: socketserver's backlog of
+    # 5 overflows, and the kernel resets a connection now and then (a reset is a failed
+    # send the relay retries later, so `deliver --once` would leave it queued)
+    request_queue_size = 128
+
     def handle_error(self, request: object, client_address: object) -> None:
         pass  # a client killed mid-request (the SIGKILL test) is expected, not news
 

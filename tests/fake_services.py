@@ -36,6 +36,7 @@ HANG = 4.0  # seconds an "accept_timeout" answer is held back (past the tests' t
 
 class _Quiet(ThreadingHTTPServer):
     daemon_threads = True
+    request_queue_size = 128  # a relay's concurrent sends must not overflow the backlog
 
     def handle_error(self, request: object, client_address: object) -> None:
         pass  # a relay killed mid-request, a dropped connection: expected here

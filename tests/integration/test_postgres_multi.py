@@ -172,7 +172,7 @@ def test_two_relays_deliver_every_approved_run_once(store: Store, spawn: Spawn) 
         outputs = [proc.communicate(timeout=60) for proc in relays]
     assert [proc.returncode for proc in relays] == [0, 0], [err for _, err in outputs]
     ids = server.ids()
-    assert sorted(ids) == sorted(outbox.final_key(r) for r in run_ids)  # each exactly once
+    assert sorted(ids) == sorted(outbox.final_key(r) for r in run_ids), outputs  # once each
     assert server.rejected == []
     assert {store.get(r).state for r in run_ids} == {State.DELIVERED}
     sent = [out.count(": sent (HTTP 200") for out, _ in outputs]

@@ -23,6 +23,10 @@ MAX_BODY = 1024 * 1024
 WORKER_LIFETIME = 120.0  # a worker nobody kills stops by itself
 
 
+class _Receiver(ThreadingHTTPServer):
+    request_queue_size = 128  # a relay's concurrent sends must not overflow the backlog
+
+
 def with_options(args: list[str], *options: str) -> list[str]:
     """`args` with `options` added where the verb still reads them: before a `--`."""
     cut = args.index("--") if "--" in args else len(args)
@@ -66,7 +70,7 @@ def receiver(port_file: str, db: str, log: str) -> None:
         def log_message(self, format: str, *args: object) -> None:
             pass  # the log file says what arrived
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Hook)
+    server = _Receiver(("127.0.0.1", 0), Hook)
     Path(port_file).write_text(str(server.server_address[1]))
     server.serve_forever()
 
