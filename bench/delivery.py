@@ -6,7 +6,9 @@ relay draining them: claim, build and sign the document, POST it to a receiver o
 127.0.0.1 (its own process), and commit the receipt with the run's `delivered` event.
 Baselines, in the same rounds, against the same receiver: the same number of bare httpx
 POSTs of a 2 KB body, each on a new connection (as the relay sends) and all on one
-kept-alive connection (the receiver's limit).
+kept-alive connection (the receiver's limit). Beside them, the floor the relay's own work
+sets: the same relay with its HTTP send taken out (each document still built and signed,
+each receipt committed with its event), so the target's room for any HTTP client shows.
 """
 
 from __future__ import annotations
@@ -20,13 +22,18 @@ from contextlib import ExitStack
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from multiprocessing.queues import Queue
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import waypost
 from bench import pending
 from bench.harness import Section, check, figures, interleave
 
+if TYPE_CHECKING:
+    from waypost.delivery.base import Target
+    from waypost.delivery.settings import DeliverySettings
+
 RELAY = "waypost relay: approved -> delivered"
+NO_SEND = "the same relay, its HTTP send taken out"
 NEW_CONNECTION = "bare httpx POST, new connection each"
 KEPT_ALIVE = "bare httpx POST, one kept-alive connection"
 
@@ -86,17 +93,19 @@ def approved(store: waypost.Store, target: str, count: int) -> list[str]:
     return made
 
 
-def relay_sample(stack: ExitStack, store: waypost.Store, target: str,
-                 count: int) -> Callable[[], float]:
+def relay_sample(stack: ExitStack, store: waypost.Store, target: str, count: int, *,
+                 send: bool = True) -> Callable[[], float]:
     """The relay as `waypost deliver` runs it: its default concurrency, its connections
-    kept alive from one drain to the next (closed when `stack` closes)."""
+    kept alive from one drain to the next (closed when `stack` closes). Without `send`,
+    each webhook is built and signed as for sending, and answered 200 without HTTP."""
     from waypost.delivery.relay import Relay
     from waypost.delivery.settings import DeliverySettings
 
     secret = "whsec_" + base64.b64encode(os.urandom(24)).decode()
     relay = stack.enter_context(Relay(
         store, settings=DeliverySettings(webhook_secret=secret, timeout=10.0),
-        relay_id="bench"))
+        relay_id="bench" if send else "bench-no-send",
+        targets=None if send else _signed_only))
 
     def sample() -> float:
         runs = approved(store, target, count)
@@ -111,6 +120,22 @@ def relay_sample(stack: ExitStack, store: waypost.Store, target: str,
         return count / elapsed
 
     return sample
+
+
+def _signed_only(uri: str, settings: DeliverySettings) -> Target:
+    """A webhook target whose send signs the document and answers 200 without HTTP."""
+    from datetime import datetime
+
+    from waypost.delivery import policy
+    from waypost.delivery.base import Outgoing
+    from waypost.delivery.webhook import WebhookTarget
+
+    class SignedOnly(WebhookTarget):
+        def send(self, outgoing: Outgoing, *, at: datetime) -> policy.Attempt:
+            self.headers(outgoing, at)
+            return policy.keyed(policy.for_status(200, "OK"))
+
+    return SignedOnly(uri, secret=settings.webhook_secret, timeout=settings.timeout)
 
 
 def bare_sample(target: str, count: int, *, keep_alive: bool) -> Callable[[], float]:
@@ -144,6 +169,7 @@ def run(folder: Path, *, rounds: int, batch: int) -> Section:
         target = receiver(stack)
         store = stack.enter_context(waypost.open_store(str(folder / "delivery.db")))
         subjects = {RELAY: relay_sample(stack, store, target, batch),
+                    NO_SEND: relay_sample(stack, store, target, batch, send=False),
                     NEW_CONNECTION: bare_sample(target, batch, keep_alive=False),
                     KEPT_ALIVE: bare_sample(target, batch, keep_alive=True)}
         for subject in subjects.values():
@@ -152,6 +178,8 @@ def run(folder: Path, *, rounds: int, batch: int) -> Section:
     section.figures = figures(samples)
     fresh = section.add_ratio("relay / bare POST, new connection", RELAY, NEW_CONNECTION)
     section.add_ratio("relay / bare POST, kept alive", RELAY, KEPT_ALIVE)
+    section.add_ratio("relay without its send / bare POST, new connection (the floor)",
+                      NO_SEND, NEW_CONNECTION)
     section.targets = [check("relay: approved -> delivered >= 0.8x a bare POST on a new "
                              "connection", fresh.median, 0.8, at_least=True)]
     section.notes.append(f"{batch} deliveries per sample, {rounds} interleaved rounds; each "

@@ -11,7 +11,7 @@ import psycopg
 import pytest
 
 import waypost
-from bench import board, durable, postgres, report, scan, serve_load, sweep
+from bench import board, delivery, durable, postgres, report, scan, serve_load, sweep
 from bench.harness import NOT_BUILT, NOT_MEASURED, Figure, Section, absent, interleave
 from bench.pending import exists
 from tests import pg
@@ -80,6 +80,17 @@ def test_targets_pass_miss_and_not_built() -> None:
     assert found["`waypost heartbeat` <= 3.0x `python -c pass`"].status == "MISS"
     assert found["durable transition >= 0.75x raw sqlite3 insert+upsert"].status \
         == NOT_MEASURED
+
+
+def test_delivery_section_measures_the_relay_its_floor_and_both_bare_posts(
+        tmp_path: Path) -> None:
+    section = delivery.run(tmp_path, rounds=1, batch=3)  # exits when a delivery is not made
+    names = [f.name for f in section.figures]
+    assert names == [delivery.RELAY, delivery.NO_SEND, delivery.NEW_CONNECTION,
+                     delivery.KEPT_ALIVE]
+    assert all(len(f.samples) == 1 and f.low > 0 for f in section.figures)
+    assert any("the floor" in r.label for r in section.ratios)
+    assert len(section.targets) == 1
 
 
 def test_serve_section_measures_both_servers_and_memory(tmp_path: Path) -> None:
