@@ -14,6 +14,7 @@ each receipt committed with its event), so the target's room for any HTTP client
 from __future__ import annotations
 
 import base64
+import functools
 import multiprocessing
 import os
 import time
@@ -31,6 +32,7 @@ from bench.harness import Section, check, figures, interleave
 if TYPE_CHECKING:
     from waypost.delivery.base import Target
     from waypost.delivery.settings import DeliverySettings
+    from waypost.delivery.webhook import WebhookTarget
 
 RELAY = "waypost relay: approved -> delivered"
 NO_SEND = "the same relay, its HTTP send taken out"
@@ -124,6 +126,12 @@ def relay_sample(stack: ExitStack, store: waypost.Store, target: str, count: int
 
 def _signed_only(uri: str, settings: DeliverySettings) -> Target:
     """A webhook target whose send signs the document and answers 200 without HTTP."""
+    return _signed_only_class()(uri, secret=settings.webhook_secret, timeout=settings.timeout)
+
+
+@functools.cache
+def _signed_only_class() -> type[WebhookTarget]:
+    """Made once (the relay imports its targets when it runs, not when the bench loads)."""
     from datetime import datetime
 
     from waypost.delivery import policy
@@ -135,7 +143,7 @@ def _signed_only(uri: str, settings: DeliverySettings) -> Target:
             self.headers(outgoing, at)
             return policy.keyed(policy.for_status(200, "OK"))
 
-    return SignedOnly(uri, secret=settings.webhook_secret, timeout=settings.timeout)
+    return SignedOnly
 
 
 def bare_sample(target: str, count: int, *, keep_alive: bool) -> Callable[[], float]:
