@@ -24,22 +24,14 @@ import time
 import urllib.parse
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from tests.delivery_support import served
+from tests.delivery_support import QuietServer, served
 
 Answer = tuple[int, dict[str, str], Any]
 FAULTS = ("500", "429", "drop", "accept_drop", "accept_timeout")
 HANG = 4.0  # seconds an "accept_timeout" answer is held back (past the tests' timeouts)
-
-
-class _Quiet(ThreadingHTTPServer):
-    daemon_threads = True
-    request_queue_size = 128  # a relay's concurrent sends must not overflow the backlog
-
-    def handle_error(self, request: object, client_address: object) -> None:
-        pass  # a relay killed mid-request, a dropped connection: expected here
 
 
 class FaultyApi:
@@ -56,7 +48,7 @@ class FaultyApi:
         self.lock = threading.Lock()
         self.requests: list[tuple[str, str]] = []  # (method, path) of every request
         self.faulted: list[tuple[str, str]] = []  # (path, fault) of every fault made
-        self.httpd = _Quiet(("127.0.0.1", 0), self._handler())
+        self.httpd = QuietServer(("127.0.0.1", 0), self._handler())
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
 
     def fail(self, path_part: str, kind: str, method: str | None = None) -> None:
