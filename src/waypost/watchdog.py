@@ -86,17 +86,26 @@ def sweep(store: Store, *, watcher_id: str, now: datetime | None = None,
           owner: str | None = None, batch: int = BATCH) -> SweepReport:
     """Look at every run whose next check is due at `now` (only those), acting as
     `watchdog:<watcher_id>`; with `owner`, only that owner's runs. Each page of `batch` due
-    runs is decided in memory and committed in one transaction: one durable write a page."""
+    runs is decided in memory and committed in one transaction: one durable write a page.
+    While a page is made durable, the next one is decided (`_Upcoming`)."""
     now = now or utcnow()
-    relays, tally = _Relays(store, now), _Tally()
-    after: tuple[datetime, str] | None = None
+    relays, tally, actor = _Relays(store, now), _Tally(), actor_of(watcher_id)
     skipped: list[Skipped] = []  # rows that do not read: named, never stopping the sweep
+    page = store.due_runs(now=now, owner=owner, limit=batch, skipped=skipped)
+    plans = [_plan(due, actor, now, relays) for due in page]
     while True:
-        page = store.due_runs(now=now, owner=owner, after=after, limit=batch, skipped=skipped)
-        _sweep_page(store, page, actor_of(watcher_id), now, relays, tally)
-        if len(page) < batch:
+        # the next page is read before this one commits (a store with one connection
+        # holds a read until its commit ends); the pages' runs are apart, and this page's
+        # commit moves its runs' checks on, behind where the next page starts
+        following = (store.due_runs(now=now, owner=owner, limit=batch, skipped=skipped,
+                                    after=(page[-1].due_at, page[-1].packet.id))
+                     if page and len(page) >= batch else [])
+        upcoming = _Upcoming(following, actor, now, relays)
+        applied = _commit_page(store, plans, upcoming if following else None)
+        _settle_page(store, page, plans, applied, actor, now, relays, tally)
+        if not following:
             break
-        after = (page[-1].due_at, page[-1].packet.id)
+        page, plans = following, upcoming.plans()
     tally.errors += [f"{row.run_id}: skipped, {row.reason}" for row in skipped]
     return SweepReport(watcher=watcher_id, at=now, examined=tally.examined,
                        actions=tuple(tally.actions), deferred=tally.deferred,
@@ -115,17 +124,54 @@ class _Tally:
 Planned = list[tuple[RunWrite | Deferral, Action | None]]  # a run's writes, each event's action
 
 
-def _sweep_page(store: Store, page: list[Due], actor: str, now: datetime, relays: _Relays,
-                tally: _Tally) -> None:
-    """Decide every run of the page, commit all their writes in one transaction, then
-    settle each run in page order. A run that could not be decided, or that another writer
-    changed since the page was read, is visited on its own: read again, decided again."""
-    plans = [_plan(due, actor, now, relays) for due in page]
+class _Upcoming:
+    """The next page's plans, made while the page before it is made durable: the store
+    calls this object from another thread as its commit flushes (`Store.commit_writes`'s
+    `meanwhile`), so the disk's flush and the interpreter's work use both cores. `plans`
+    makes them here if the store did not (a commit that failed before its flush), and
+    raises here what making them raised there."""
+
+    def __init__(self, page: list[Due], actor: str, now: datetime, relays: _Relays) -> None:
+        self._page, self._actor, self._now, self._relays = page, actor, now, relays
+        self._plans: list[Planned | None] | None = None
+        self._error: BaseException | None = None
+
+    def __call__(self) -> None:
+        try:
+            self._plans = [_plan(due, self._actor, self._now, self._relays)
+                           for due in self._page]
+        except BaseException as exc:  # raised on the sweep's own thread, by `plans`
+            self._error = exc
+
+    def plans(self) -> list[Planned | None]:
+        if self._error is not None:
+            raise self._error
+        if self._plans is None:
+            self()
+            return self.plans()
+        return self._plans
+
+
+def _commit_page(store: Store, plans: list[Planned | None],
+                 meanwhile: Callable[[], None] | None) -> list[bool] | None:
+    """Commit a page's planned writes in one transaction (the store calls `meanwhile` as
+    it flushes). Which writes went in, or None when the page could not be committed (its
+    runs are then visited one at a time)."""
     writes = [write for plan in plans if plan is not None for write, _ in plan]
     try:
-        applied = store.commit_writes(writes)
+        return store.commit_writes(writes, meanwhile=meanwhile)
     except WaypostError:
-        plans, applied = [None] * len(page), []  # nothing committed: one run at a time
+        return None
+
+
+def _settle_page(store: Store, page: list[Due], plans: list[Planned | None],
+                 applied: list[bool] | None, actor: str, now: datetime, relays: _Relays,
+                 tally: _Tally) -> None:
+    """Settle each run of a committed page in page order. A run that could not be decided,
+    or that another writer changed since the page was read, is visited on its own: read
+    again, decided again."""
+    if applied is None:
+        plans, applied = [None] * len(page), []
     tally.examined += len(page)
     at = 0  # where the run's results begin in `applied`
     for due, plan in zip(page, plans, strict=True):

@@ -5,8 +5,10 @@ since the page was read is never written stale, is decided again, and holds up n
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from datetime import timedelta
+from typing import Any
 
 import pytest
 
@@ -119,6 +121,54 @@ def test_a_page_that_fails_commits_nothing(store: Store, clock: FakeClock) -> No
     assert sorted(_due(store, clock)) == sorted([a.id, b.id])
 
 
+def test_meanwhile_runs_once_aside_and_the_commit_returns_after_it(
+        store: Store, clock: FakeClock) -> None:
+    a, b = _silent(store, clock), _silent(store, clock)
+    clock.advance(61)
+    writes = [_silence(store, a.id, clock), _silence(store, b.id, clock)]
+    calls: list[tuple[int, str]] = []
+
+    def meanwhile() -> None:
+        time.sleep(0.05)  # still running when the flush ends: the commit must wait for it
+        # it may read the store (on a store of one connection, once the commit let go)
+        calls.append((threading.get_ident(), store.load(a.id).packet.id))
+
+    assert store.commit_writes(writes, meanwhile=meanwhile) == [True, True]
+    ((thread, read),) = calls
+    assert thread != threading.get_ident()
+    assert read == a.id
+    for run_id in (a.id, b.id):
+        assert _watchdog_events(store, run_id) == ["blocker_opened"]
+
+
+def test_what_meanwhile_raises_is_raised_after_the_page_is_committed(
+        store: Store, clock: FakeClock) -> None:
+    a = _silent(store, clock)
+    clock.advance(61)
+
+    def meanwhile() -> None:
+        raise RuntimeError("deciding the next page failed")
+
+    with pytest.raises(RuntimeError, match="the next page"):
+        store.commit_writes([_silence(store, a.id, clock)], meanwhile=meanwhile)
+    assert _watchdog_events(store, a.id) == ["blocker_opened"]
+
+
+def test_a_page_that_fails_before_its_flush_never_calls_meanwhile(
+        store: Store, clock: FakeClock) -> None:
+    a = _silent(store, clock)
+    clock.advance(61)
+    first = _silence(store, a.id, clock)
+    clash = RunWrite(run_id=a.id, expected_version=first.packet.version,
+                     events=first.events, packet=first.packet)  # its event rows collide
+    called: list[str] = []
+    with pytest.raises(StoreError):
+        store.commit_writes([first, clash], meanwhile=lambda: called.append("called"))
+    assert store.commit_writes([], meanwhile=lambda: called.append("called")) == []
+    assert called == []
+    assert _watchdog_events(store, a.id) == []
+
+
 def test_which_writes_are_in_force_follows_each_runs_chain() -> None:
     def write(run_id: str, expected: int) -> Deferral:
         return Deferral(run_id=run_id, expected_version=expected, at=None)
@@ -140,9 +190,10 @@ def test_n_due_runs_give_n_events_in_one_transaction_a_page(
     pages: list[int] = []
     real = store.commit_writes
 
-    def counting(writes: Sequence[RunWrite | Deferral]) -> list[bool]:
+    def counting(writes: Sequence[RunWrite | Deferral], *,
+                 meanwhile: Callable[[], None] | None = None) -> list[bool]:
         pages.append(len(writes))
-        return real(writes)
+        return real(writes, meanwhile=meanwhile)
 
     def refused(*args: object, **kwargs: object) -> None:
         raise AssertionError("a sweep whose pages commit writes nothing one run at a time")
@@ -162,20 +213,74 @@ def test_n_due_runs_give_n_events_in_one_transaction_a_page(
     _verified(store)
 
 
+def test_while_a_page_commits_the_next_page_is_decided_aside(
+        store: Store, clock: FakeClock, monkeypatch: pytest.MonkeyPatch) -> None:
+    ids = sorted(_silent(store, clock).id for _ in range(7))  # one due time: id order
+    clock.advance(61)
+    pages: list[tuple[int, bool]] = []  # each commit's writes, and whether it had meanwhile
+    aside: list[bool] = []  # for each run decided, whether off the sweep's thread
+    real, plan = store.commit_writes, watchdog._plan
+
+    def committing(writes: Sequence[RunWrite | Deferral], *,
+                   meanwhile: Callable[[], None] | None = None) -> list[bool]:
+        pages.append((len(writes), meanwhile is not None))
+        return real(writes, meanwhile=meanwhile)
+
+    def planning(*args: Any) -> Any:
+        aside.append(threading.current_thread() is not threading.main_thread())
+        return plan(*args)
+
+    monkeypatch.setattr(store, "commit_writes", committing)
+    monkeypatch.setattr(watchdog, "_plan", planning)
+    report = watchdog.sweep(store, watcher_id="t", now=clock(), batch=3)
+    assert pages == [(3, True), (3, True), (1, False)]  # the last page has none to decide
+    assert aside == [False] * 3 + [True] * 4  # the first page before any commit
+    assert [a.run_id for a in report.actions] == ids
+    assert (report.examined, report.deferred, report.errors) == (7, 0, ())
+    _verified(store)
+
+
+def test_a_run_of_the_next_page_written_after_it_was_decided_is_decided_again(
+        store: Store, clock: FakeClock, monkeypatch: pytest.MonkeyPatch) -> None:
+    workers = sorted((_silent(store, clock) for _ in range(4)), key=lambda w: w.id)
+    clock.advance(61)
+    late = workers[-1]  # in the second page of two, decided while the first commits
+    real = store.commit_writes
+    commits: list[int] = []
+
+    def interleaved(writes: Sequence[RunWrite | Deferral], *,
+                    meanwhile: Callable[[], None] | None = None) -> list[bool]:
+        applied = real(writes, meanwhile=meanwhile)
+        if not commits:  # the second page is decided now, and not yet committed
+            late.heartbeat(note="back")
+        commits.append(len(writes))
+        return applied
+
+    monkeypatch.setattr(store, "commit_writes", interleaved)
+    report = watchdog.sweep(store, watcher_id="t", now=clock(), batch=2)
+    assert commits == [2, 2]
+    assert [a.run_id for a in report.actions] == [w.id for w in workers[:3]]
+    assert (report.examined, report.errors) == (4, ())
+    assert _watchdog_events(store, late.id) == []
+    assert store.get(late.id).state.value == "in_progress"
+    _verified(store)
+
+
 def test_a_run_changed_after_the_page_was_read_is_decided_again_after_the_batch(
         store: Store, clock: FakeClock, monkeypatch: pytest.MonkeyPatch) -> None:
     quiet, moved, woke = (_silent(store, clock) for _ in range(3))
     clock.advance(61)
     real = store.commit_writes
 
-    def meanwhile(writes: Sequence[RunWrite | Deferral]) -> list[bool]:
+    def interleaved(writes: Sequence[RunWrite | Deferral], *,
+                    meanwhile: Callable[[], None] | None = None) -> list[bool]:
         # between reading the page and committing it: the owner writes on one run (still
         # silent), and another worker speaks up on another
         runs.Run(store, moved.id, actor="alice", clock=clock).transfer(Authority.APPROVE, "bob")
         woke.heartbeat(note="still here")
-        return real(writes)
+        return real(writes, meanwhile=meanwhile)
 
-    monkeypatch.setattr(store, "commit_writes", meanwhile)
+    monkeypatch.setattr(store, "commit_writes", interleaved)
     report = watchdog.sweep(store, watcher_id="t", now=clock())
     assert (report.examined, report.deferred, report.errors) == (3, 0, ())
     assert sorted((a.run_id, a.seq, a.state) for a in report.actions) == sorted([
@@ -217,11 +322,12 @@ def test_a_deferral_another_writer_came_before_is_left_to_that_writer(
     assert store.defer_check(calm.id, expected_version=2, at=clock())  # due now, needs nothing
     real = store.commit_writes
 
-    def meanwhile(writes: Sequence[RunWrite | Deferral]) -> list[bool]:
+    def interleaved(writes: Sequence[RunWrite | Deferral], *,
+                    meanwhile: Callable[[], None] | None = None) -> list[bool]:
         calm.heartbeat(note="still here")  # stores its own next check
-        return real(writes)
+        return real(writes, meanwhile=meanwhile)
 
-    monkeypatch.setattr(store, "commit_writes", meanwhile)
+    monkeypatch.setattr(store, "commit_writes", interleaved)
     report = watchdog.sweep(store, watcher_id="t", now=clock())
     assert (report.examined, report.deferred, report.actions, report.errors) == (1, 0, (), ())
     assert store.due_runs(now=clock()) == []
@@ -234,7 +340,8 @@ def test_a_page_the_store_cannot_commit_is_swept_one_run_at_a_time(
     ids = sorted(_silent(store, clock).id for _ in range(3))  # one due time: id order
     clock.advance(61)
 
-    def broken(writes: Sequence[RunWrite | Deferral]) -> list[bool]:
+    def broken(writes: Sequence[RunWrite | Deferral], *,
+               meanwhile: Callable[[], None] | None = None) -> list[bool]:
         raise StoreError("cannot commit 3 writes: disk I/O error")
 
     monkeypatch.setattr(store, "commit_writes", broken)

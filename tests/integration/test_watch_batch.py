@@ -6,7 +6,7 @@ refused (the sweep then goes run by run, the way a sweep always did)."""
 from __future__ import annotations
 
 import shutil
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -75,7 +75,8 @@ def test_a_page_at_a_time_records_what_one_run_at_a_time_does(
         after_paged = _state(store, now)
     with open_store(str(single)) as store:
 
-        def broken(writes: Sequence[RunWrite | Deferral]) -> list[bool]:
+        def broken(writes: Sequence[RunWrite | Deferral], *,
+                   meanwhile: Callable[[], None] | None = None) -> list[bool]:
             raise StoreError("cannot commit writes")
 
         monkeypatch.setattr(store, "commit_writes", broken)

@@ -325,7 +325,8 @@ class Store(ABC):
         error: a newer write has stored its own next check. An unknown run gives False."""
 
     @abstractmethod
-    def commit_writes(self, writes: Sequence[RunWrite | Deferral]) -> list[bool]:
+    def commit_writes(self, writes: Sequence[RunWrite | Deferral], *,
+                      meanwhile: Callable[[], None] | None = None) -> list[bool]:
         """Commit a page of writes in one transaction, in order, each under its own version
         guard: a `RunWrite` as `commit` does, a `Deferral` as `defer_check` does. Returns,
         for each write, whether it was committed.
@@ -334,6 +335,12 @@ class Store(ABC):
         first), or is gone, is skipped with False and does not stop the others; so is every
         later write of that run in `writes` (see `in_force`). Any other error commits
         nothing. A run's writes chain: the second expects the version the first writes.
+
+        `meanwhile`, when given, is called at most once, on another thread, while the
+        transaction is made durable (`shared.Meanwhile`): the sweep decides its next page
+        there. This returns only once both have ended, and raises what either raised; a
+        commit that fails before its flush does not call it. It may read the store (the
+        read waits for the commit), never write it.
         """
 
     def prune(self, *, before: datetime, states: Collection[State],

@@ -9,7 +9,7 @@ on `waypost_runs.<schema>` (see `listen`). Driver errors never leave this module
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Any, LiteralString, NoReturn
@@ -48,6 +48,7 @@ from waypost.store.postgres_side import PostgresSide
 from waypost.store.records import Diagnosis, SchemaState, Status
 from waypost.store.shared import (
     DueRow,
+    Meanwhile,
     Skipped,
     check_setting,
     decode_packet,
@@ -320,24 +321,34 @@ class PostgresStore(PostgresSide):
 
         return due_page(fetch, _packet_decoder, after=after, limit=limit, skipped=skipped)
 
-    def commit_writes(self, writes: Sequence[RunWrite | Deferral]) -> list[bool]:
+    def commit_writes(self, writes: Sequence[RunWrite | Deferral], *,
+                      meanwhile: Callable[[], None] | None = None) -> list[bool]:
         if not writes:
             return []
-        with self._cursor(f"commit {len(writes)} writes", write=True) as cur:
-            # the rows are locked: versions read now stay true until the commit
-            applies = in_force(writes, watch_sql.lock_versions(cur, {w.run_id for w in writes}))
-            runs = [w for w, a in zip(writes, applies, strict=True)
-                    if a and isinstance(w, RunWrite)]
-            later = [w for w, a in zip(writes, applies, strict=True)
-                     if a and isinstance(w, Deferral)]
-            # a run's deferral (always its last write) expects the version its writes leave
-            if runs:
-                self._write_runs(cur, runs)
-            if later:
-                watch_sql.defer_checks(cur, later)
-                if cur.rowcount != len(later):
-                    raise StoreError(f"{len(later)} guarded deferrals changed {cur.rowcount}"
-                                     " rows", hint="run the sweep again")
+        aside: Meanwhile | None = None
+        try:
+            with self._cursor(f"commit {len(writes)} writes", write=True) as cur:
+                # the rows are locked: versions read now stay true until the commit
+                applies = in_force(writes,
+                                   watch_sql.lock_versions(cur, {w.run_id for w in writes}))
+                runs = [w for w, a in zip(writes, applies, strict=True)
+                        if a and isinstance(w, RunWrite)]
+                later = [w for w, a in zip(writes, applies, strict=True)
+                         if a and isinstance(w, Deferral)]
+                # a run's deferral (always its last write) expects the version its writes
+                # leave
+                if runs:
+                    self._write_runs(cur, runs)
+                if later:
+                    watch_sql.defer_checks(cur, later)
+                    if cur.rowcount != len(later):
+                        raise StoreError(f"{len(later)} guarded deferrals changed"
+                                         f" {cur.rowcount} rows", hint="run the sweep again")
+                if meanwhile is not None:  # from here to the end of the COMMIT
+                    aside = Meanwhile(meanwhile)
+        finally:
+            if aside is not None:
+                aside.join()
         return applies
 
     def _prune_runs(self, before: datetime, states: list[str]) -> tuple[int, int, int]:

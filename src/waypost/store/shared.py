@@ -161,3 +161,29 @@ def due_page(fetch: Callable[[tuple[datetime, str] | None, int], list[DueRow]],
         if len(rows) < wanted or len(page) >= limit:
             return page
         after = (rows[-1][3], rows[-1][0])
+
+
+class Meanwhile:
+    """`work` run on a thread of its own from now until `join` (a store starts it just
+    before a commit's flush, so that Python work and the flush, which holds no interpreter
+    lock, use both cores). `join` waits for it and raises here what it raised there."""
+
+    def __init__(self, work: Callable[[], None]) -> None:
+        import threading  # here: the hot verbs never start one
+
+        self._work = work
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="waypost-meanwhile",
+                                        daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self._work()
+        except BaseException as exc:  # raised on the caller's thread, by `join`
+            self._error = exc
+
+    def join(self) -> None:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -26,6 +26,7 @@ from waypost.model import (
 from waypost.store.shared import (
     MIN_WRITER,
     DueRow,
+    Meanwhile,
     Skipped,
     check_setting,
     decode_packet,
@@ -304,20 +305,28 @@ class SqliteStore(SqliteSide):
 
         return due_page(fetch, _packet_decoder, after=after, limit=limit, skipped=skipped)
 
-    def commit_writes(self, writes: Sequence[RunWrite | Deferral]) -> list[bool]:
+    def commit_writes(self, writes: Sequence[RunWrite | Deferral], *,
+                      meanwhile: Callable[[], None] | None = None) -> list[bool]:
         from waypost.store import sqlite_watch, sqlite_write
         if not writes:
             return []
-        with self._writing(f"commit {len(writes)} writes") as db:
-            # the write lock is held: rows read now stay true until the commit
-            stored = sqlite_watch.stored_runs(db, {w.run_id for w in writes})
-            applies = in_force(writes, {run_id: row[0] for run_id, row in stored.items()})
-            applied = [w for w, a in zip(writes, applies, strict=True) if a]
-            # each kind of statement once for the page, in page order: a run's writes chain,
-            # and its deferral (always its last) expects the version they leave
-            sqlite_write.write_runs(db, [w for w in applied if isinstance(w, RunWrite)],
-                                    stored)
-            sqlite_watch.defer_checks(db, [w for w in applied if isinstance(w, Deferral)])
+        aside: Meanwhile | None = None
+        try:
+            with self._writing(f"commit {len(writes)} writes") as db:
+                # the write lock is held: rows read now stay true until the commit
+                stored = sqlite_watch.stored_runs(db, {w.run_id for w in writes})
+                applies = in_force(writes, {run_id: row[0] for run_id, row in stored.items()})
+                applied = [w for w, a in zip(writes, applies, strict=True) if a]
+                # each kind of statement once for the page, in page order: a run's writes
+                # chain, and its deferral (always its last) expects the version they leave
+                sqlite_write.write_runs(db, [w for w in applied if isinstance(w, RunWrite)],
+                                        stored)
+                sqlite_watch.defer_checks(db, [w for w in applied if isinstance(w, Deferral)])
+                if meanwhile is not None:  # from here to the end of the COMMIT's flush
+                    aside = Meanwhile(meanwhile)
+        finally:
+            if aside is not None:
+                aside.join()  # once the store's lock is let go: `meanwhile` may read
         return applies
 
     def _prune_runs(self, before: datetime, states: list[str]) -> tuple[int, int, int]:
