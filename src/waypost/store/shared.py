@@ -5,7 +5,9 @@ newer than it knows, and what a store-level setting may be.
 
 Rows: reading stored rows so that one bad row never hides the others: a packet that does
 not decode is an IntegrityError naming its run when read alone, and is left out of a list
-(`ls`, the watchdog's sweep, `doctor`) and named there (`Skipped`)."""
+(`ls`, the watchdog's sweep, `doctor`) and named there (`Skipped`).
+
+Overlap: work a caller hands a commit to run beside its flush (`Meanwhile`)."""
 
 from __future__ import annotations
 
