@@ -56,19 +56,22 @@ def refused_unchanged(api: Api, path: Path, route: str, body: object, status: in
 
 
 @pytest.mark.parametrize("body", [
-    {"argv": ["touch", "ran"]},
-    {"check": "command:touch ran"},
+    {"argv": ["touch", "{marker}"]},
+    {"check": "command:touch {marker}"},
     {"check": "http:http://127.0.0.1:1/health"},
     {"check": "grep:root:/etc/passwd"},
     {"check": "grep!:secret:."},
 ])
 def test_evidence_that_would_run_or_read_here_is_refused(
         owner: Api, store_path: Path, tmp_path: Path, body: dict[str, object]) -> None:
+    marker = tmp_path / "ran"  # where the command would leave its trace, had it run
+    body = {key: [part.format(marker=marker) for part in value] if isinstance(value, list)
+            else str(value).format(marker=marker) for key, value in body.items()}
     run = start(owner)
     message = refused_unchanged(owner, store_path, f"/api/runs/{run}/evidence", body, 403,
                                 "refused")
     assert "nothing runs on this server" in message
-    assert not (tmp_path / "ran").exists()
+    assert not marker.exists()
 
 
 def test_checks_over_stored_artifacts_always_work(owner: Api) -> None:
