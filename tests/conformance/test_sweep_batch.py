@@ -244,25 +244,70 @@ def test_a_run_of_the_next_page_written_after_it_was_decided_is_decided_again(
         store: Store, clock: FakeClock, monkeypatch: pytest.MonkeyPatch) -> None:
     workers = sorted((_silent(store, clock) for _ in range(4)), key=lambda w: w.id)
     clock.advance(61)
-    late = workers[-1]  # in the second page of two, decided while the first commits
+    woke, late = workers[2:]  # the second page of two, decided while the first commits
     real = store.commit_writes
     commits: list[int] = []
 
     def interleaved(writes: Sequence[RunWrite | Deferral], *,
                     meanwhile: Callable[[], None] | None = None) -> list[bool]:
         applied = real(writes, meanwhile=meanwhile)
-        if not commits:  # the second page is decided now, and not yet committed
-            late.heartbeat(note="back")
+        if not commits:  # the second page is decided now, and not yet committed: the
+            # owner writes on one of its runs (still silent), a worker speaks up on another
+            runs.Run(store, late.id, actor="alice", clock=clock).transfer(Authority.APPROVE,
+                                                                          "bob")
+            woke.heartbeat(note="back")
         commits.append(len(writes))
         return applied
 
     monkeypatch.setattr(store, "commit_writes", interleaved)
     report = watchdog.sweep(store, watcher_id="t", now=clock(), batch=2)
     assert commits == [2, 2]
-    assert [a.run_id for a in report.actions] == [w.id for w in workers[:3]]
+    assert sorted((a.run_id, a.seq) for a in report.actions) == sorted(
+        [(w.id, 3) for w in workers[:2]] + [(late.id, 4)])  # late: after the transfer
     assert (report.examined, report.errors) == (4, ())
-    assert _watchdog_events(store, late.id) == []
-    assert store.get(late.id).state.value == "in_progress"
+    assert [e.type for e in store.events(late.id)][-2:] == ["authority_transferred",
+                                                            "blocker_opened"]
+    assert _watchdog_events(store, woke.id) == []
+    assert store.get(woke.id).state.value == "in_progress"
+    _verified(store)
+
+
+def test_a_sweep_without_a_second_thread_decides_the_next_page_after_the_commit(
+        store: Store, clock: FakeClock, monkeypatch: pytest.MonkeyPatch) -> None:
+    ids = sorted(_silent(store, clock).id for _ in range(5))  # one due time: id order
+    clock.advance(61)
+
+    def no_thread(self: threading.Thread) -> None:
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(threading.Thread, "start", no_thread)
+    report = watchdog.sweep(store, watcher_id="t", now=clock(), batch=2)
+    assert ([a.run_id for a in report.actions], report.errors) == (ids, ())
+    for run_id in ids:
+        assert _watchdog_events(store, run_id) == ["blocker_opened"]
+
+
+def test_pages_after_one_that_failed_before_its_flush_are_still_decided(
+        store: Store, clock: FakeClock, monkeypatch: pytest.MonkeyPatch) -> None:
+    ids = sorted(_silent(store, clock).id for _ in range(5))  # one due time: id order
+    clock.advance(61)
+    real = store.commit_writes
+    commits: list[int] = []
+
+    def failing_first(writes: Sequence[RunWrite | Deferral], *,
+                      meanwhile: Callable[[], None] | None = None) -> list[bool]:
+        commits.append(len(writes))
+        if len(commits) == 1:  # before its flush: the next page is not decided yet
+            raise StoreError("cannot commit 2 writes: disk I/O error")
+        return real(writes, meanwhile=meanwhile)
+
+    monkeypatch.setattr(store, "commit_writes", failing_first)
+    report = watchdog.sweep(store, watcher_id="t", now=clock(), batch=2)
+    assert commits == [2, 2, 1]
+    assert ([a.run_id for a in report.actions], report.examined, report.errors) == (
+        ids, 5, ())
+    for run_id in ids:
+        assert _watchdog_events(store, run_id) == ["blocker_opened"]
     _verified(store)
 
 

@@ -6,21 +6,25 @@ refused (the sweep then goes run by run, the way a sweep always did)."""
 from __future__ import annotations
 
 import shutil
+import sqlite3
+import threading
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.helpers import FakeClock
 from waypost import runs, starting, watchdog
 from waypost.core import watching
-from waypost.core.history import verify_run
+from waypost.core.history import prepare, verify_run
 from waypost.core.writes import Deferral, RunWrite
 from waypost.errors import StoreError
 from waypost.events import AnyEventData, BlockerOpened
 from waypost.model import BlockerKind, EvidenceKind, Kind, Packet, Verdict
 from waypost.store import Store, open_store
+from waypost.store.sqlite import SqliteStore
 
 
 def _start(store: Store, clock: FakeClock, **rules: object) -> runs.Run:
@@ -92,3 +96,68 @@ def test_a_page_at_a_time_records_what_one_run_at_a_time_does(
     with open_store(str(batched)) as store:
         for run_id in store.run_ids():
             verify_run(run_id, store.events(run_id), store.get(run_id))
+
+
+# --- SQLite: the next page is decided while the COMMIT flushes ----------------------------
+
+
+class _HeldCommit:
+    """The store's connection, with its COMMIT held until `ready` is set (or it fails
+    with `error`): whatever the store set going before its COMMIT has started by then."""
+
+    def __init__(self, db: sqlite3.Connection, ready: threading.Event,
+                 error: sqlite3.Error | None = None) -> None:
+        self._db, self._ready, self._error = db, ready, error
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._db, name)
+
+    def execute(self, sql: str, *args: Any) -> sqlite3.Cursor:
+        if sql == "COMMIT":
+            assert self._ready.wait(10), "the COMMIT came before meanwhile started"
+            if self._error is not None:
+                raise self._error
+        return self._db.execute(sql, *args)
+
+
+def _one_silent_write(store: SqliteStore, clock: FakeClock) -> RunWrite:
+    run = _start(store, clock)
+    now = clock.advance(61)
+    snap = store.load(run.id)
+    data = watching.decide(snap.packet, now, relay_running=False)
+    assert data is not None
+    return prepare(snap, [(data, None)], actor="watchdog:t", at=now)
+
+
+def test_meanwhile_starts_before_the_commit_flushes(tmp_path: Path, clock: FakeClock) -> None:
+    with SqliteStore(str(tmp_path / "w.db")) as store:
+        write = _one_silent_write(store, clock)
+        started, db = threading.Event(), store._file.db
+        assert db is not None
+        store._file.db = _HeldCommit(db, started)  # type: ignore[assignment]
+        try:
+            assert store.commit_writes([write], meanwhile=started.set) == [True]
+        finally:
+            store._file.db = db
+        assert store.load(write.run_id).packet == write.packet
+
+
+def test_a_commit_that_fails_at_its_flush_raises_its_own_error_not_meanwhiles(
+        tmp_path: Path, clock: FakeClock) -> None:
+    with SqliteStore(str(tmp_path / "w.db")) as store:
+        write = _one_silent_write(store, clock)
+        started, db = threading.Event(), store._file.db
+        assert db is not None
+
+        def meanwhile() -> None:
+            started.set()
+            raise RuntimeError("deciding the next page failed")
+
+        store._file.db = _HeldCommit(  # type: ignore[assignment]
+            db, started, sqlite3.OperationalError("disk I/O error"))
+        try:
+            with pytest.raises(StoreError, match="disk I/O error"):
+                store.commit_writes([write], meanwhile=meanwhile)
+        finally:
+            store._file.db = db
+        assert store.load(write.run_id).packet.version == write.expected_version

@@ -338,9 +338,11 @@ class Store(ABC):
 
         `meanwhile`, when given, is called at most once, on another thread, while the
         transaction is made durable (`shared.Meanwhile`): the sweep decides its next page
-        there. This returns only once both have ended, and raises what either raised; a
-        commit that fails before its flush does not call it. It may read the store (the
-        read waits for the commit), never write it.
+        there. This returns only once both have ended, and raises what either raised (the
+        commit's error first); a commit that fails before its flush does not call it. It
+        may read the store, never write it: on SQLite its read waits for the commit and
+        sees it, on PostgreSQL its read runs beside the commit and sees the store as it
+        was before.
         """
 
     def prune(self, *, before: datetime, states: Collection[State],

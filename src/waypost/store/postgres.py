@@ -346,9 +346,12 @@ class PostgresStore(PostgresSide):
                                          f" {cur.rowcount} rows", hint="run the sweep again")
                 if meanwhile is not None:  # from here to the end of the COMMIT
                     aside = Meanwhile(meanwhile)
-        finally:
-            if aside is not None:
-                aside.join()
+        except BaseException:
+            if aside is not None:  # the commit's error is the one to raise
+                aside.join(raising=False)
+            raise
+        if aside is not None:
+            aside.join()  # once the connection is back in the pool
         return applies
 
     def _prune_runs(self, before: datetime, states: list[str]) -> tuple[int, int, int]:

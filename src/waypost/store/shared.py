@@ -168,24 +168,35 @@ def due_page(fetch: Callable[[tuple[datetime, str] | None, int], list[DueRow]],
 class Meanwhile:
     """`work` run on a thread of its own from now until `join` (a store starts it just
     before a commit's flush, so that Python work and the flush, which holds no interpreter
-    lock, use both cores). `join` waits for it and raises here what it raised there."""
+    lock, use both cores). `join` waits for it and raises here what it raised there; where
+    no thread could be started, `join` runs it then, on the caller's thread."""
 
     def __init__(self, work: Callable[[], None]) -> None:
         import threading  # here: the hot verbs never start one
 
-        self._work = work
+        self._work: Callable[[], None] | None = work
         self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, name="waypost-meanwhile",
-                                        daemon=True)
-        self._thread.start()
+        self._thread: threading.Thread | None = threading.Thread(
+            target=self._run, name="waypost-meanwhile", daemon=True)
+        try:
+            self._thread.start()
+        except RuntimeError:  # no thread to be had: the work waits for `join`
+            self._thread = None
 
     def _run(self) -> None:
+        work, self._work = self._work, None
         try:
-            self._work()
+            if work is not None:
+                work()
         except BaseException as exc:  # raised on the caller's thread, by `join`
             self._error = exc
 
-    def join(self) -> None:
-        self._thread.join()
-        if self._error is not None:
+    def join(self, *, raising: bool = True) -> None:
+        """Wait for the work (or do it now); `raising=False` when the caller already has
+        an error to raise, which the work's must not replace."""
+        if self._thread is None:
+            self._run()
+        else:
+            self._thread.join()
+        if self._error is not None and raising:
             raise self._error

@@ -324,9 +324,12 @@ class SqliteStore(SqliteSide):
                 sqlite_watch.defer_checks(db, [w for w in applied if isinstance(w, Deferral)])
                 if meanwhile is not None:  # from here to the end of the COMMIT's flush
                     aside = Meanwhile(meanwhile)
-        finally:
-            if aside is not None:
-                aside.join()  # once the store's lock is let go: `meanwhile` may read
+        except BaseException:
+            if aside is not None:  # the commit's error is the one to raise
+                aside.join(raising=False)
+            raise
+        if aside is not None:
+            aside.join()  # once the store's lock is let go: `meanwhile` may read
         return applies
 
     def _prune_runs(self, before: datetime, states: list[str]) -> tuple[int, int, int]:
