@@ -325,33 +325,23 @@ class PostgresStore(PostgresSide):
                       meanwhile: Callable[[], None] | None = None) -> list[bool]:
         if not writes:
             return []
-        aside: Meanwhile | None = None
-        try:
-            with self._cursor(f"commit {len(writes)} writes", write=True) as cur:
-                # the rows are locked: versions read now stay true until the commit
-                applies = in_force(writes,
-                                   watch_sql.lock_versions(cur, {w.run_id for w in writes}))
-                runs = [w for w, a in zip(writes, applies, strict=True)
-                        if a and isinstance(w, RunWrite)]
-                later = [w for w, a in zip(writes, applies, strict=True)
-                         if a and isinstance(w, Deferral)]
-                # a run's deferral (always its last write) expects the version its writes
-                # leave
-                if runs:
-                    self._write_runs(cur, runs)
-                if later:
-                    watch_sql.defer_checks(cur, later)
-                    if cur.rowcount != len(later):
-                        raise StoreError(f"{len(later)} guarded deferrals changed"
-                                         f" {cur.rowcount} rows", hint="run the sweep again")
-                if meanwhile is not None:  # from here to the end of the COMMIT
-                    aside = Meanwhile(meanwhile)
-        except BaseException:
-            if aside is not None:  # the commit's error is the one to raise
-                aside.join(raising=False)
-            raise
-        if aside is not None:
-            aside.join()  # once the connection is back in the pool
+        with Meanwhile(meanwhile) as aside, \
+                self._cursor(f"commit {len(writes)} writes", write=True) as cur:
+            # the rows are locked: versions read now stay true until the commit
+            applies = in_force(writes, watch_sql.lock_versions(cur, {w.run_id for w in writes}))
+            runs = [w for w, a in zip(writes, applies, strict=True)
+                    if a and isinstance(w, RunWrite)]
+            later = [w for w, a in zip(writes, applies, strict=True)
+                     if a and isinstance(w, Deferral)]
+            # a run's deferral (always its last write) expects the version its writes leave
+            if runs:
+                self._write_runs(cur, runs)
+            if later:
+                watch_sql.defer_checks(cur, later)
+                if cur.rowcount != len(later):
+                    raise StoreError(f"{len(later)} guarded deferrals changed {cur.rowcount}"
+                                     " rows", hint="run the sweep again")
+            aside.start()  # until the COMMIT ends, and the connection is back in the pool
         return applies
 
     def _prune_runs(self, before: datetime, states: list[str]) -> tuple[int, int, int]:

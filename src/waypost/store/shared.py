@@ -15,13 +15,16 @@ import math
 import os
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from waypost.core.writes import Due
 from waypost.errors import IntegrityError, InvalidInput, Refused
 from waypost.model import Packet
+
+if TYPE_CHECKING:  # the hot verbs never start a thread: imported where one starts
+    import threading
 
 DEFAULT_BUSY_TIMEOUT = 30.0  # seconds a write waits for another writer's lock: then StoreBusy
 MAX_BUSY_TIMEOUT = 3600.0
@@ -166,37 +169,51 @@ def due_page(fetch: Callable[[tuple[datetime, str] | None, int], list[DueRow]],
 
 
 class Meanwhile:
-    """`work` run on a thread of its own from now until `join` (a store starts it just
-    before a commit's flush, so that Python work and the flush, which holds no interpreter
-    lock, use both cores). `join` waits for it and raises here what it raised there; where
-    no thread could be started, `join` runs it then, on the caller's thread."""
+    """Work a store runs beside a commit's flush: Python work and the flush, which holds no
+    interpreter lock, then use both cores. `start` it at the end of the transaction's
+    statements, inside a `with` around the transaction: leaving the `with` waits for the
+    work and raises what it raised, unless the transaction's own error is on its way (that
+    one wins). With no work, it does nothing; where no thread can be started, the work is
+    done on leaving, on the caller's thread.
 
-    def __init__(self, work: Callable[[], None]) -> None:
+        with Meanwhile(meanwhile) as aside, transaction():
+            ...  # the statements
+            aside.start()
+    """
+
+    def __init__(self, work: Callable[[], None] | None) -> None:
+        self._work = work
+        self._error: BaseException | None = None
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        if self._work is None:
+            return
         import threading  # here: the hot verbs never start one
 
-        self._work: Callable[[], None] | None = work
-        self._error: BaseException | None = None
-        self._thread: threading.Thread | None = threading.Thread(
-            target=self._run, name="waypost-meanwhile", daemon=True)
+        thread = threading.Thread(target=self._run, name="waypost-meanwhile", daemon=True)
         try:
-            self._thread.start()
-        except RuntimeError:  # no thread to be had: the work waits for `join`
-            self._thread = None
+            thread.start()
+        except RuntimeError:  # no thread to be had: the work waits for the `with`'s end
+            return
+        self._thread = thread
 
     def _run(self) -> None:
         work, self._work = self._work, None
         try:
             if work is not None:
                 work()
-        except BaseException as exc:  # raised on the caller's thread, by `join`
+        except BaseException as exc:  # raised on the caller's thread, leaving the `with`
             self._error = exc
 
-    def join(self, *, raising: bool = True) -> None:
-        """Wait for the work (or do it now); `raising=False` when the caller already has
-        an error to raise, which the work's must not replace."""
-        if self._thread is None:
-            self._run()
-        else:
+    def __enter__(self) -> Meanwhile:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: object) -> None:
+        if self._thread is not None:
             self._thread.join()
-        if self._error is not None and raising:
+        elif exc is None:
+            self._run()  # started without a thread (or not at all, the commit having ended)
+        if self._error is not None and exc is None:
             raise self._error

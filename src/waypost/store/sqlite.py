@@ -310,26 +310,17 @@ class SqliteStore(SqliteSide):
         from waypost.store import sqlite_watch, sqlite_write
         if not writes:
             return []
-        aside: Meanwhile | None = None
-        try:
-            with self._writing(f"commit {len(writes)} writes") as db:
-                # the write lock is held: rows read now stay true until the commit
-                stored = sqlite_watch.stored_runs(db, {w.run_id for w in writes})
-                applies = in_force(writes, {run_id: row[0] for run_id, row in stored.items()})
-                applied = [w for w, a in zip(writes, applies, strict=True) if a]
-                # each kind of statement once for the page, in page order: a run's writes
-                # chain, and its deferral (always its last) expects the version they leave
-                sqlite_write.write_runs(db, [w for w in applied if isinstance(w, RunWrite)],
-                                        stored)
-                sqlite_watch.defer_checks(db, [w for w in applied if isinstance(w, Deferral)])
-                if meanwhile is not None:  # from here to the end of the COMMIT's flush
-                    aside = Meanwhile(meanwhile)
-        except BaseException:
-            if aside is not None:  # the commit's error is the one to raise
-                aside.join(raising=False)
-            raise
-        if aside is not None:
-            aside.join()  # once the store's lock is let go: `meanwhile` may read
+        with Meanwhile(meanwhile) as aside, self._writing(f"commit {len(writes)} writes") as db:
+            # the write lock is held: rows read now stay true until the commit
+            stored = sqlite_watch.stored_runs(db, {w.run_id for w in writes})
+            applies = in_force(writes, {run_id: row[0] for run_id, row in stored.items()})
+            applied = [w for w, a in zip(writes, applies, strict=True) if a]
+            # each kind of statement once for the page, in page order: a run's writes chain,
+            # and its deferral (always its last) expects the version they leave
+            sqlite_write.write_runs(db, [w for w in applied if isinstance(w, RunWrite)],
+                                    stored)
+            sqlite_watch.defer_checks(db, [w for w in applied if isinstance(w, Deferral)])
+            aside.start()  # until the COMMIT's flush ends, and the store's lock is let go
         return applies
 
     def _prune_runs(self, before: datetime, states: list[str]) -> tuple[int, int, int]:
