@@ -337,8 +337,9 @@ class Store(ABC):
         nothing. A run's writes chain: the second expects the version the first writes.
 
         `meanwhile`, when given, is called at most once, on another thread, while the
-        transaction is made durable (`shared.Meanwhile`): the sweep decides its next page
-        there. This returns only once both have ended, and raises what either raised (the
+        transaction is made durable (`shared.Meanwhile`; where no thread can be started,
+        on this one once the commit has ended): the sweep decides its next page there.
+        This returns only once both have ended, and raises what either raised (the
         commit's error first); a commit that fails before its flush does not call it. It
         may read the store, never write it: on SQLite its read waits for the commit and
         sees it, on PostgreSQL its read runs beside the commit and sees the store as it
