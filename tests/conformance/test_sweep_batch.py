@@ -19,7 +19,7 @@ from waypost.core.history import prepare, verify_run
 from waypost.core.writes import Deferral, RunWrite, in_force
 from waypost.errors import StoreError
 from waypost.model import Authority, Kind
-from waypost.store import Store, open_store
+from waypost.store import Store, open_store, shared
 
 WATCHDOG = "watchdog:t"
 
@@ -277,14 +277,10 @@ def test_a_sweep_without_a_second_thread_decides_the_next_page_after_the_commit(
     ids = sorted(_silent(store, clock).id for _ in range(5))  # one due time: id order
     clock.advance(61)
 
-    start = threading.Thread.start
+    def no_thread(function: Callable[..., object], args: tuple[object, ...]) -> int:
+        raise RuntimeError("can't start new thread")  # waypost's own alone: not the pool's
 
-    def no_thread(self: threading.Thread) -> None:  # for waypost's own thread alone: the
-        if self.name == "waypost-meanwhile":  # PostgreSQL pool keeps its workers
-            raise RuntimeError("can't start new thread")
-        start(self)
-
-    monkeypatch.setattr(threading.Thread, "start", no_thread)
+    monkeypatch.setattr(shared, "start_new_thread", no_thread)
     report = watchdog.sweep(store, watcher_id="t", now=clock(), batch=2)
     assert ([a.run_id for a in report.actions], report.errors) == (ids, ())
     for run_id in ids:

@@ -13,18 +13,16 @@ from __future__ import annotations
 
 import math
 import os
+from _thread import LockType, allocate_lock, start_new_thread  # no `threading` to import
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import msgspec
 
 from waypost.core.writes import Due
 from waypost.errors import IntegrityError, InvalidInput, Refused
 from waypost.model import Packet
-
-if TYPE_CHECKING:  # the hot verbs never start a thread: imported where one starts
-    import threading
 
 DEFAULT_BUSY_TIMEOUT = 30.0  # seconds a write waits for another writer's lock: then StoreBusy
 MAX_BUSY_TIMEOUT = 3600.0
@@ -179,24 +177,34 @@ class Meanwhile:
         with Meanwhile(meanwhile) as aside, transaction():
             ...  # the statements
             aside.start()
-    """
+
+    The thread is started bare (`_thread`), not as a `threading.Thread`, whose `start`
+    waits until the new thread runs: that thread then holds the interpreter lock, and the
+    caller's COMMIT could not begin until the interpreter's switch interval (5 ms) took
+    the lock back from it, on every page. Started bare, the caller goes on into its COMMIT
+    and the work takes the lock once the COMMIT lets it go."""
 
     def __init__(self, work: Callable[[], None] | None) -> None:
         self._work = work
         self._error: BaseException | None = None
-        self._thread: threading.Thread | None = None
+        self._done: LockType | None = None  # held while the work runs on its thread
 
     def start(self) -> None:
         if self._work is None:
             return
-        import threading  # here: the hot verbs never start one
-
-        thread = threading.Thread(target=self._run, name="waypost-meanwhile", daemon=True)
+        done = allocate_lock()
+        done.acquire()
         try:
-            thread.start()
+            start_new_thread(self._aside, (done,))
         except RuntimeError:  # no thread to be had: the work waits for the `with`'s end
             return
-        self._thread = thread
+        self._done = done
+
+    def _aside(self, done: LockType) -> None:
+        try:
+            self._run()
+        finally:
+            done.release()
 
     def _run(self) -> None:
         work, self._work = self._work, None
@@ -211,8 +219,8 @@ class Meanwhile:
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
                  tb: object) -> None:
-        if self._thread is not None:
-            self._thread.join()
+        if self._done is not None:
+            self._done.acquire()  # the work has ended
         elif exc is None:
             self._run()  # started without a thread (or not at all, the commit having ended)
         if self._error is not None and exc is None:
