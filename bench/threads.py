@@ -2,31 +2,65 @@
 through one `SqliteStore`, for a fixed window; and the 16 threads again with grouping off
 (every group one write), so the gain is measured against the same process without it.
 
+Where PostgreSQL is reachable (as for section 6), 1 and 16 threads again through one
+`PostgresStore`, which groups nothing in the client: each write is its own one-statement
+transaction on a pooled connection, and the server flushes the WAL of the commits that
+wait at one moment together. Its gain says whether grouping in the client would pay there.
+
 The figure is the aggregate rate of committed heartbeats; every exception is an error.
-Rounds alternate between the three subjects so drift hits each alike."""
+Rounds alternate between the subjects so drift hits each alike."""
 
 from __future__ import annotations
 
+import os
+import secrets
 import threading
 import time
 from collections import Counter
 from collections.abc import Callable
+from contextlib import ExitStack
 from pathlib import Path
 
+from bench import pending, postgres
 from bench.harness import Figure, Section, check, interleave
 from waypost.runs import Run
 from waypost.starting import start
-from waypost.store import sqlite_write
+from waypost.store import Store, open_store, sqlite_write
 from waypost.store.sqlite import SqliteStore
 
 THREADS = 16
 ONE, MANY, UNGROUPED = "1 thread", f"{THREADS} threads", f"{THREADS} threads, no grouping"
 GAIN = f"{MANY} / {ONE}"
 OVER_UNGROUPED = f"{MANY} / {UNGROUPED}"
+PG_ONE, PG_MANY = f"PostgreSQL: {ONE}", f"PostgreSQL: {MANY}, no grouping in the client"
+PG_GAIN = f"PostgreSQL: {MANY} / {ONE}"
 
 
-def _window(store: SqliteStore, handles: list[Run], seconds: float,
-            errors: Counter[str]) -> float:
+def _claimed(store: Store) -> list[Run]:
+    """`THREADS` runs, each claimed by a worker of its own."""
+    handles = []
+    for i in range(THREADS):
+        packet, _ = start(store, f"thread {i}", actor="alice", target="none:")
+        handle = Run(store, packet.id, actor=f"w{i}")
+        handle.claim()
+        handles.append(handle)
+    return handles
+
+
+def _postgres(stack: ExitStack) -> tuple[list[Run] | None, str]:
+    """Claimed runs in a private schema on the bench's PostgreSQL server (dropped when
+    `stack` closes), or None and why PostgreSQL is not measured."""
+    why = ("this waypost has no PostgreSQL store" if not pending.exists("waypost.store.postgres")
+           else postgres.unreachable())
+    if why is not None:
+        return None, why
+    schema = f"waypost_bench_threads_{os.getpid()}_{secrets.token_hex(3)}"
+    stack.callback(postgres.drop_schemas, schema)
+    store = stack.enter_context(open_store(postgres.in_schema(schema)))
+    return _claimed(store), ""
+
+
+def _window(handles: list[Run], seconds: float, errors: Counter[str]) -> float:
     done = [0] * len(handles)
     stop = time.monotonic() + seconds
 
@@ -51,35 +85,35 @@ def _window(store: SqliteStore, handles: list[Run], seconds: float,
 def run(folder: Path, *, rounds: int, seconds: float) -> Section:
     section = Section(key="threads", title="3b. Group commit: writer threads in one process, "
                       "aggregate heartbeats", unit="ops/s", higher_is_better=True)
-    store = SqliteStore(folder / "threads.db")
     errors: Counter[str] = Counter()
-    handles = []
-    for i in range(THREADS):
-        packet, _ = start(store, f"thread {i}", actor="alice", target="none:")
-        handle = Run(store, packet.id, actor=f"w{i}")
-        handle.claim()
-        handles.append(handle)
+    with ExitStack() as stack:
+        store = SqliteStore(folder / "threads.db")
+        stack.callback(store.close)
+        handles = _claimed(store)
 
-    def ungrouped() -> float:
-        most, sqlite_write.MOST = sqlite_write.MOST, 1
-        try:
-            return _window(store, handles, seconds, errors)
-        finally:
-            sqlite_write.MOST = most
+        def ungrouped() -> float:
+            most, sqlite_write.MOST = sqlite_write.MOST, 1
+            try:
+                return _window(handles, seconds, errors)
+            finally:
+                sqlite_write.MOST = most
 
-    subjects: dict[str, Callable[[], float]] = {
-        ONE: lambda: _window(store, handles[:1], seconds, errors),
-        MANY: lambda: _window(store, handles, seconds, errors),
-        UNGROUPED: ungrouped,
-    }
-    try:
+        subjects: dict[str, Callable[[], float]] = {
+            ONE: lambda: _window(handles[:1], seconds, errors),
+            MANY: lambda: _window(handles, seconds, errors),
+            UNGROUPED: ungrouped,
+        }
+        shared, why = _postgres(stack)
+        if shared is not None:
+            subjects[PG_ONE] = lambda: _window(shared[:1], seconds, errors)
+            subjects[PG_MANY] = lambda: _window(shared, seconds, errors)
         samples = interleave(subjects, rounds)
         groups, writes = store.group.groups, store.group.writes
-    finally:
-        store.close()
     section.figures = [Figure(name=n, samples=tuple(v)) for n, v in samples.items()]
     gain = section.add_ratio(GAIN, MANY, ONE)
     section.add_ratio(OVER_UNGROUPED, MANY, UNGROUPED)
+    if shared is not None:
+        section.add_ratio(PG_GAIN, PG_MANY, PG_ONE)
     total = sum(errors.values())
     section.counts = {"errors": total, "groups": groups, "writes": writes}
     section.targets.append(check(f"group commit: {MANY} >= 1.8x {ONE}, zero errors",
@@ -87,5 +121,9 @@ def run(folder: Path, *, rounds: int, seconds: float) -> Section:
                                  detail=f"{total} errors"))
     section.notes.append(f"{seconds:g} s window per sample, {rounds} interleaved rounds; one "
                          "SqliteStore shared by the threads, synchronous=FULL")
+    section.notes.append(
+        "PostgreSQL: one PostgresStore shared by the threads (a pool of 8 connections), each "
+        "write one statement; the server shares the 2 cores" if shared is not None
+        else f"PostgreSQL not measured: {why}")
     section.notes.extend(f"error: {m} (x{n})" for m, n in errors.most_common(5))
     return section

@@ -11,7 +11,17 @@ import psycopg
 import pytest
 
 import waypost
-from bench import board, delivery, durable, postgres, report, scan, serve_load, sweep
+from bench import (
+    board,
+    delivery,
+    durable,
+    postgres,
+    report,
+    scan,
+    serve_load,
+    sweep,
+    threads,
+)
 from bench.harness import NOT_BUILT, NOT_MEASURED, Figure, Section, absent, interleave
 from bench.pending import exists
 from tests import pg
@@ -107,6 +117,32 @@ def test_serve_section_measures_both_servers_and_memory(tmp_path: Path) -> None:
     # skipped, its targets are still named, as not measured
     found = {t.text: t.status for t in report.targets({})}
     assert all(found[text] == NOT_MEASURED for text in serve_load.TARGETS)
+
+
+def test_threads_section_measures_grouping_and_postgresql_beside_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("WAYPOST_BENCH_POSTGRES_URL", pg.require_postgres())
+    section = threads.run(tmp_path, rounds=1, seconds=0.2)
+    assert [f.name for f in section.figures] == [threads.ONE, threads.MANY, threads.UNGROUPED,
+                                                 threads.PG_ONE, threads.PG_MANY]
+    assert all(len(f.samples) == 1 and f.low > 0 for f in section.figures)
+    assert [r.label for r in section.ratios] == [threads.GAIN, threads.OVER_UNGROUPED,
+                                                 threads.PG_GAIN]
+    assert section.counts["errors"] == 0
+    with psycopg.connect(postgres.server_url()) as conn:  # its schema is dropped
+        left = conn.execute("SELECT count(*) FROM pg_namespace"
+                            " WHERE nspname LIKE 'waypost_bench_threads_%'").fetchone()
+    assert left == (0,)
+
+
+def test_threads_section_says_why_postgresql_is_not_measured(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("WAYPOST_BENCH_POSTGRES_URL", "postgresql://postgres@127.0.0.1:1/test")
+    section = threads.run(tmp_path, rounds=1, seconds=0.1)
+    assert [f.name for f in section.figures] == [threads.ONE, threads.MANY, threads.UNGROUPED]
+    assert threads.PG_GAIN not in {r.label for r in section.ratios}
+    assert any(n.startswith("PostgreSQL not measured: PostgreSQL unreachable")
+               for n in section.notes)
 
 
 def test_a_missing_module_is_reported_as_missing() -> None:
