@@ -144,11 +144,11 @@ class _Upcoming:
             self._error = exc
 
     def plans(self) -> list[Planned | None]:
+        if self._plans is None and self._error is None:
+            self()  # the store never called it
         if self._error is not None:
             raise self._error
-        if self._plans is None:
-            self()
-            return self.plans()
+        assert self._plans is not None
         return self._plans
 
 
