@@ -69,7 +69,8 @@ def environment_note() -> str:
             "for these verbs, the same imports as a runtime-only `pip install -e .`); "
             f"typing_extensions is {'installed' if found else 'absent'}: msgspec imports it "
             "when installed (about 10 ms; httpx brings it in, so every install has it), and "
-            "the hot verbs hide it while msgspec loads (waypost.cli.console), as both floors here "
+            "the hot verbs hide it while msgspec loads, and stand in for platform, which uuid "
+            "imports for one call before Python 3.13 (waypost.cli.console), as both floors here "
             "do; both floors also end as the hot verbs do, without the interpreter's teardown")
 
 

@@ -13,14 +13,18 @@ from bench.harness import elapsed_ms
 
 PYTHON_PASS = "python -c pass"
 # what the hot verbs import from outside the standard library (they skip click), loaded as
-# they load it: msgspec with typing_extensions hidden (waypost.cli.console)
+# they load it: msgspec with typing_extensions hidden and platform stood in for
+# (waypost.cli.import_msgspec_lean)
 FLOOR_MODULES = "msgspec, sqlite3"
 FLOOR = f"dependency floor: import {FLOOR_MODULES}"
 # what a heartbeat imports without the command line: the use cases and the SQLite store
 LIBRARY_MODULES = "waypost.runs, waypost.store.sqlite"
 LIBRARY = f"library floor: import {LIBRARY_MODULES}"
-_AS_THE_HOT_VERBS_DO = ("import sys; sys.modules['typing_extensions'] = None; import msgspec; "
-                        "del sys.modules['typing_extensions']; ")
+_AS_THE_HOT_VERBS_DO = ("import os, sys, types; platform = types.ModuleType('platform'); "
+                        "platform.system = lambda: os.uname().sysname; "
+                        "sys.modules.update(typing_extensions=None, platform=platform); "
+                        "import msgspec; "
+                        "del sys.modules['typing_extensions'], sys.modules['platform']; ")
 
 
 def waypost_script() -> str:

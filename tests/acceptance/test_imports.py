@@ -22,9 +22,9 @@ from waypost.errors import NotFound
 
 HEAVY = ("httpx", "litestar", "mcp", "psycopg", "psycopg_pool", "jinja2", "detect_secrets",
          "uvicorn", "anyio")
-# ~20 ms between them: typing_extensions (see waypost.cli.console), hashlib (OpenSSL), pathlib
-# (urllib.parse, ipaddress), threading
-AVOIDABLE = ("typing_extensions", "hashlib", "_hashlib", "pathlib", "threading")
+# ~20 ms between them: typing_extensions and platform (see waypost.cli.console), hashlib
+# (OpenSSL), pathlib (urllib.parse, ipaddress), threading
+AVOIDABLE = ("typing_extensions", "platform", "hashlib", "_hashlib", "pathlib", "threading")
 
 
 def imported_modules(args: list[str], store: Path) -> set[str]:
@@ -171,18 +171,19 @@ def test_the_entry_knows_the_hot_verbs() -> None:
     assert set(cli.HASHING) < set(cli.HOT_VERBS)  # the writing ones choose the quick hash
 
 
-def test_msgspec_without_typing_extensions_reads_packets_the_same(
-        run_in_store: tuple[Path, str]) -> None:
-    """typing_extensions is hidden only while msgspec loads (it imports as usual after), and
-    msgspec reads and writes a packet byte for byte as it does with it."""
+def test_msgspec_loaded_lean_reads_packets_the_same(run_in_store: tuple[Path, str]) -> None:
+    """typing_extensions is hidden and platform stood in for only while msgspec loads (both
+    import as usual after), and msgspec reads and writes a packet byte for byte as it does
+    with them."""
     store, run_id = run_in_store
     env = {**os.environ, "WAYPOST_URL": str(store), "WAYPOST_ACTOR": "alice"}
     shown = subprocess.run([sys.executable, "-m", "waypost", "show", run_id, "--json"],
                            capture_output=True, env=env, check=True).stdout
     code = ("import sys\n"
-            "from waypost.cli import import_msgspec_without_typing_extensions as lean\n"
+            "from waypost.cli import import_msgspec_lean as lean\n"
             "lean()\n"
-            "assert 'msgspec' in sys.modules and 'typing_extensions' not in sys.modules\n"
+            "assert 'msgspec' in sys.modules and 'uuid' in sys.modules\n"
+            "assert 'typing_extensions' not in sys.modules and 'platform' not in sys.modules\n"
             "from waypost import model\n"
             "packet = model.from_json(sys.stdin.buffer.read(), model.Packet)\n"
             "import typing_extensions\n"
@@ -193,6 +194,27 @@ def test_msgspec_without_typing_extensions_reads_packets_the_same(
     assert "typing_extensions" in sys.modules  # this process loaded msgspec as usual
     assert lean.stdout == model.to_json(model.from_json(shown, model.Packet))
     assert b'"id":"' + run_id.encode() in lean.stdout
+
+
+def test_uuid_loaded_lean_knows_its_platform_as_usual() -> None:
+    """uuid, imported beside the stand-in for platform, decided what it decides from
+    `platform.system()` as it does with the real module, which any later import gets."""
+    code = ("import json, sys\n"
+            "from waypost.cli import import_msgspec_lean as lean\n"
+            "lean()\n"
+            "import platform, uuid\n"
+            "print(json.dumps([platform.system(), platform.python_implementation(),\n"
+            "                  getattr(uuid, '_AIX', None), getattr(uuid, '_LINUX', None),\n"
+            "                  uuid.UUID(int=7).hex]))\n")
+    lean = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=False)
+    assert lean.returncode == 0, lean.stderr
+    import platform
+    import uuid
+
+    assert json.loads(lean.stdout) == [platform.system(), platform.python_implementation(),
+                                       getattr(uuid, "_AIX", None),
+                                       getattr(uuid, "_LINUX", None), uuid.UUID(int=7).hex]
 
 
 def loaded_by_help(args: list[str]) -> tuple[str, set[str]]:

@@ -41,6 +41,11 @@ __all__ = ["console", "main"]
 #   and uses `typing`'s when it is absent. waypost's records use nothing from it, and
 #   importing it (with `inspect`, `ast` and `dis` behind it) costs ~9 ms, a sixth of a
 #   heartbeat. So it is hidden while msgspec loads, and imports normally afterwards.
+# - msgspec imports uuid, and before Python 3.13 uuid imports `platform` on Linux for one
+#   call, `platform.system()`, at import (3.13's uuid no longer does). Loading `platform`
+#   compiles nine regular expressions, ~2-4 ms. A stand-in answering that one call as
+#   `platform` does on POSIX serves uuid's import instead, and leaves `sys.modules` after:
+#   any later `import platform` loads the real module.
 # - No cyclic garbage collection (see `main`), and events are hashed with Python's own
 #   SHA-256, sparing the load of OpenSSL (`waypost.core.history.prefer_quick_start`).
 # - No interpreter teardown: once the verb has closed its store and its output is flushed,
@@ -60,7 +65,7 @@ def console() -> int:
         # No cyclic garbage collection: ~17 collections ran while a heartbeat loaded its
         # modules (~3 ms), in a process that makes no garbage cycles worth freeing and exits.
         gc.disable()
-        import_msgspec_without_typing_extensions()
+        import_msgspec_lean()
         if sys.argv[1] in HASHING:
             from waypost.core import history  # the write path loads it all the same
 
@@ -98,19 +103,36 @@ def _observed() -> bool:
                                           for tool in range(6))
 
 
-def import_msgspec_without_typing_extensions() -> None:
-    """Import msgspec with typing_extensions hidden; a msgspec that cannot load without it
-    is imported again as usual."""
+def import_msgspec_lean() -> None:
+    """Import msgspec with typing_extensions hidden and, where uuid has not loaded yet,
+    `platform` stood in for (see the start-up notes above); a msgspec that cannot load so is
+    imported again as usual."""
     if "msgspec" in sys.modules or "typing_extensions" in sys.modules:
         return
-    sys.modules["typing_extensions"] = None  # type: ignore[assignment]  # "import" refuses it
+    hidden: dict[str, object] = {"typing_extensions": None}
+    if ("platform" not in sys.modules and "uuid" not in sys.modules
+            and os.name == "posix" and sys.platform != "darwin"):
+        hidden["platform"] = _platform_for_uuid()
+    sys.modules.update(hidden)  # type: ignore[arg-type]  # None: "import" refuses it
     try:
         import msgspec  # noqa: F401
     except ImportError:
-        for name in [n for n in sys.modules if n.partition(".")[0] == "msgspec"]:
+        for name in [n for n in sys.modules if n.partition(".")[0] in ("msgspec", "uuid")]:
             del sys.modules[name]
     finally:
-        del sys.modules["typing_extensions"]
+        for name, module in hidden.items():
+            if sys.modules.get(name) is module:
+                del sys.modules[name]
+
+
+def _platform_for_uuid() -> object:
+    """What uuid's import asks of `platform` on POSIX: `system()`, which `platform` answers
+    with `os.uname().sysname` there."""
+    import types
+
+    stand_in = types.ModuleType("platform", "waypost's stand-in while msgspec loads")
+    stand_in.system = lambda: os.uname().sysname  # type: ignore[attr-defined]
+    return stand_in
 
 
 def main(argv: Sequence[str] | None = None, *, fast: bool = True) -> int:
