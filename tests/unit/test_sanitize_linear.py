@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from waypost.core.sanitize import find, redact
+from waypost.core.sanitize_rules import RULES, Subject, may_hit
 
 # Each was superlinear in at least one pattern before (measured at N and 10N characters).
 ADVERSARIAL = ("a_", "a.", "a-", "1.", "%", "a%", "eyJa.", "eyJ-", "sk-", "xoxb-", "10.",
@@ -29,6 +30,7 @@ HANG_GUARD_S = 240  # all of them together; today they take a few seconds
 CHILD = """
 import json, sys
 from waypost.core.sanitize import find, redact
+from waypost.core.sanitize_rules import RULES, Subject, may_hit
 for unit in json.loads(sys.argv[1]):
     text = unit * (int(sys.argv[2]) // len(unit) + 1)
     find(text)
@@ -107,3 +109,14 @@ def test_a_key_written_as_the_value_of_another_hides_no_secret(text: str) -> Non
     """Found by the property above: the first key's value was the second key, so the
     second's value was never read."""
     assert "s3cretZqvalue" not in redact(text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.one_of(hostile_text(), st.text(max_size=200)))
+def test_a_rule_passed_over_by_its_first_search_finds_nothing(text: str) -> None:
+    """`may_hit` lets the sanitizer skip a rule's Python where the rule's first search finds
+    nothing: that must never skip a rule that would have found something."""
+    subject = Subject(text)
+    for rule in RULES:
+        if not may_hit(rule, subject):
+            assert list(rule.spans(Subject(text))) == [], rule.kind

@@ -27,7 +27,7 @@ from typing import Any
 
 import msgspec
 
-from waypost.core.sanitize_rules import HOME_AFTER_HIT, RULES, FindingKind, Hit, Subject
+from waypost.core.sanitize_rules import HOME_AFTER_HIT, RULES, FindingKind, Hit, Subject, may_hit
 from waypost.model import Packet, from_json, to_json
 
 __all__ = ["WITHHELD", "Finding", "FindingKind", "find", "mask", "public_packet", "redact",
@@ -50,6 +50,8 @@ _RANK = {kind: i for i, kind in enumerate(dict.fromkeys(rule.kind for rule in RU
 def _pattern_hits(text: str) -> Iterator[Hit]:
     subject = Subject(text)
     for rule in RULES:
+        if not may_hit(rule, subject):
+            continue
         for start, end in rule.spans(subject):
             if start < end:
                 yield Hit(start, end, rule.kind)
@@ -90,10 +92,12 @@ def _continuations(text: str, hits: Iterable[Hit]) -> Iterator[Hit]:
 def _hits(text: str, deny: Sequence[str], allow: Sequence[str]) -> list[Hit]:
     """Hits earliest first, overlapping ones merged (the earliest, then longest, names the
     kind); a hit inside an allowed term or a redaction marker is dropped."""
+    found = [*_term_hits(text, deny, FindingKind.DENY_LIST), *_pattern_hits(text)]
+    if not found:
+        return found
     allowed = _Allowed([*((h.start, h.end) for h in _term_hits(text, allow, FindingKind.DENY_LIST)),
                         *(m.span() for m in _MARKER.finditer(text))])
-    found = [hit for hit in (*_term_hits(text, deny, FindingKind.DENY_LIST), *_pattern_hits(text))
-             if not allowed.covers(hit)]
+    found = [hit for hit in found if not allowed.covers(hit)]
     found += [hit for hit in _continuations(text, found) if not allowed.covers(hit)]
     found.sort(key=lambda h: (h.start, -(h.end - h.start), _RANK.get(h.kind, -1)))
     kept: list[Hit] = []
