@@ -60,8 +60,11 @@ def _members_in_class(made: type[E]) -> None:
             type.__setattr__(made, name, member)  # EnumType's own refuses any member
 
 
-class Record(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """Base for every stored shape."""
+class Record(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, gc=False):
+    """Base for every stored shape. Records are trees of plain values (decoded JSON, or
+    built from it) and never part of a reference cycle, so the cyclic garbage collector
+    does not track them (`gc=False`): a sweep or a server makes them by the thousand, and
+    each one tracked brought the next collection nearer and made it longer."""
 
 
 @quick
