@@ -196,6 +196,14 @@ def test_msgspec_loaded_lean_reads_packets_the_same(run_in_store: tuple[Path, st
     assert b'"id":"' + run_id.encode() in lean.stdout
 
 
+def python_c(code: str) -> str:
+    """What `python -c CODE` printed, in a process of its own; it must succeed."""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=False)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
 def test_uuid_loaded_lean_knows_its_platform_as_usual() -> None:
     """uuid, imported beside the stand-in for platform, decided what it decides from
     `platform.system()` as it does with the real module, which any later import gets."""
@@ -206,13 +214,11 @@ def test_uuid_loaded_lean_knows_its_platform_as_usual() -> None:
             "print(json.dumps([platform.system(), platform.python_implementation(),\n"
             "                  getattr(uuid, '_AIX', None), getattr(uuid, '_LINUX', None),\n"
             "                  uuid.UUID(int=7).hex]))\n")
-    lean = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          check=False)
-    assert lean.returncode == 0, lean.stderr
+    shown = python_c(code)
     import platform
     import uuid
 
-    assert json.loads(lean.stdout) == [platform.system(), platform.python_implementation(),
+    assert json.loads(shown) == [platform.system(), platform.python_implementation(),
                                        getattr(uuid, "_AIX", None),
                                        getattr(uuid, "_LINUX", None), uuid.UUID(int=7).hex]
 
@@ -285,10 +291,7 @@ def test_one_shot_processes_hash_events_without_openssl() -> None:
             "history.prefer_quick_start()  # as waypost.cli.console does for a hot verb\n"
             "print(history.sha256(b'waypost').hexdigest())\n"
             "assert 'hashlib' not in sys.modules, 'OpenSSL was loaded'\n")
-    lean = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          check=False)
-    assert lean.returncode == 0, lean.stderr
-    assert lean.stdout.strip() == hashlib.sha256(b"waypost").hexdigest()
+    assert python_c(code).strip() == hashlib.sha256(b"waypost").hexdigest()
 
 
 # --- a hot verb ends its process without the interpreter's teardown (cli.exit_now) ------
