@@ -62,9 +62,12 @@ def _members_in_class(made: type[E]) -> None:
 
 class Record(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, gc=False):
     """Base for every stored shape. Records are trees of plain values (decoded JSON, or
-    built from it) and never part of a reference cycle, so the cyclic garbage collector
-    does not track them (`gc=False`): a sweep or a server makes them by the thousand, and
-    each one tracked brought the next collection nearer and made it longer."""
+    built from it: scalars, times, enums, records and tuples of them) and never part of a
+    reference cycle, so the cyclic garbage collector does not track them (`gc=False`): a
+    sweep or a server makes them by the thousand, and each one tracked brought the next
+    collection nearer and made it longer. (A record built with a list where its shape says
+    tuple, and that list then made to hold the record, would never be freed: build them
+    as the shapes say.)"""
 
 
 @quick

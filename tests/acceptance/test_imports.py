@@ -204,6 +204,33 @@ def python_c(code: str) -> str:
     return proc.stdout
 
 
+@pytest.mark.parametrize("uuid_first", [False, True])
+def test_a_msgspec_that_cannot_load_lean_loads_as_usual_with_the_same_uuid(
+        uuid_first: bool) -> None:
+    """When msgspec fails to import so, it is imported again as usual; uuid, loaded the
+    first time (beside the stand-in, or before), stays the module whose UUID class
+    msgspec's core knows."""
+    code = ("import importlib.abc, json, sys\n"
+            f"if {uuid_first}:\n"
+            "    import uuid\n"
+            "class Refuse(importlib.abc.MetaPathFinder):\n"
+            "    def find_spec(self, name, path, target=None):\n"
+            "        if name == 'msgspec.msgpack':  # after msgspec's core and uuid\n"
+            "            raise ImportError('refused here')\n"
+            "sys.meta_path.insert(0, Refuse())\n"
+            "from waypost.cli import import_msgspec_lean as lean\n"
+            "lean()\n"
+            "sys.meta_path.pop(0)\n"
+            "first = sys.modules['uuid']\n"
+            "gone = 'msgspec' not in sys.modules\n"
+            "import msgspec, platform, uuid\n"
+            "made = uuid.uuid4()\n"
+            "read = msgspec.json.decode(msgspec.json.encode(made), type=uuid.UUID)\n"
+            "print(json.dumps([gone, uuid is first, read == made,\n"
+            "                  hasattr(platform, 'python_version')]))\n")
+    assert json.loads(python_c(code)) == [True, True, True, True]
+
+
 def test_uuid_loaded_lean_knows_its_platform_as_usual() -> None:
     """uuid, imported beside the stand-in for platform, decided what it decides from
     `platform.system()` as it does with the real module, which any later import gets."""

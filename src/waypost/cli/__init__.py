@@ -45,7 +45,8 @@ __all__ = ["console", "main"]
 #   call, `platform.system()`, at import (3.13's uuid no longer does). Loading `platform`
 #   compiles nine regular expressions, ~2-4 ms. A stand-in answering that one call as
 #   `platform` does on POSIX serves uuid's import instead, and leaves `sys.modules` after:
-#   any later `import platform` loads the real module.
+#   any later `import platform` loads the real module (uuid keeps its own name for the
+#   stand-in, which it asks nothing after its import).
 # - No cyclic garbage collection (see `main`), and events are hashed with Python's own
 #   SHA-256, sparing the load of OpenSSL (`waypost.core.history.prefer_quick_start`).
 # - No interpreter teardown: once the verb has closed its store and its output is flushed,
@@ -116,8 +117,9 @@ def import_msgspec_lean() -> None:
     sys.modules.update(hidden)  # type: ignore[arg-type]  # None: "import" refuses it
     try:
         import msgspec  # noqa: F401
-    except ImportError:
-        for name in [n for n in sys.modules if n.partition(".")[0] in ("msgspec", "uuid")]:
+    except ImportError:  # msgspec loads again as usual; uuid, loaded, stays (its core
+        # keeps the UUID class it found, and the stand-in answered as `platform` does)
+        for name in [n for n in sys.modules if n.partition(".")[0] == "msgspec"]:
             del sys.modules[name]
     finally:
         for name, module in hidden.items():
