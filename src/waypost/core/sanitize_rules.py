@@ -349,7 +349,6 @@ RULES: Final[tuple[Rule, ...]] = (
 )
 
 
-
 def may_hit(rule: Rule, subject: Subject) -> bool:
     """False only where the rule finds nothing: one search in C, before the rule's own
     Python (most of a packet's strings are short and hold nothing, where that Python,
