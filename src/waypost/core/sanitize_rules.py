@@ -351,6 +351,6 @@ RULES: Final[tuple[Rule, ...]] = (
 
 def may_hit(rule: Rule, subject: Subject) -> bool:
     """False only where the rule finds nothing: one search in C, before the rule's own
-    Python (most of a packet's strings are short and hold nothing, where that Python,
-    for every rule, cost ten times the searches)."""
+    Python (most of a packet's strings are short and hold nothing: redacting one took
+    about three times as long when every rule's Python ran on it)."""
     return rule.first.search(subject.reversed if rule.backwards else subject.text) is not None
