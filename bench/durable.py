@@ -2,7 +2,11 @@
 
 Subject: `waypost.Run(...).heartbeat()` on a SQLite store (decide, hash-chain, commit event +
 packet under the version guard). Beside it, `Store.commit` alone (the same heartbeats built
-before the clock starts): the store's share of a transition. Baselines, in the same rounds:
+before the clock starts): the store's share of a transition; and waypost's SQL alone: the
+statements a heartbeat's commit runs (BEGIN IMMEDIATE, the guarded UPDATE, the event INSERT,
+COMMIT) on waypost's own schema, every parameter made before the clock starts, on a bare
+`sqlite3` connection: the floor of this schema and these statements, which no Python around
+them can beat. Baselines, in the same rounds:
 (a) raw `sqlite3`: insert a 1 KB event row and upsert a 2 KB packet row in one
     BEGIN IMMEDIATE transaction, WAL, synchronous=FULL, into the plain tables anyone would
     write by hand (keyed by run id and seq; no other index);
@@ -28,11 +32,13 @@ from waypost.core.history import make_event
 from waypost.core.machine import apply
 from waypost.core.writes import Snapshot
 from waypost.durations import utcnow
-from waypost.events import Heartbeat
-from waypost.model import to_json
+from waypost.events import Event, Heartbeat
+from waypost.model import Packet, to_json
+from waypost.store.sqlite_write import INSERT_EVENT, STEADY_UPDATE, columns, event_row
 
 WAYPOST = "waypost Run.heartbeat()"
 COMMIT_ONLY = "waypost Store.commit alone (event pre-built)"
+SQL_ONLY = "waypost's SQL alone (parameters pre-built; the floor)"
 RAW = "raw sqlite3: insert 1 KB event + upsert 2 KB packet"
 LANGGRAPH = "LangGraph SqliteSaver.put (~1 KB checkpoint)"
 FSYNC = "append 1 KB + fsync (disk limit)"
@@ -41,6 +47,8 @@ VS_RAW = "waypost / raw sqlite3"
 VS_LANGGRAPH = "waypost / LangGraph put"
 VS_FSYNC = "waypost / fsync"
 COMMIT_VS_RAW = "Store.commit alone / raw sqlite3"
+SQL_VS_RAW = "waypost's SQL alone / raw sqlite3"
+SQL_VS_LANGGRAPH = "waypost's SQL alone / LangGraph put"
 
 Operation = Callable[[], object]
 
@@ -83,19 +91,63 @@ def waypost_commit_only(folder: Path, stack: ExitStack) -> Callable[[int], float
 
     def sample(count: int) -> float:
         nonlocal snap
-        packet, head, planned = snap.packet, snap.head_hash, []
-        for step in range(count):
-            data = Heartbeat(note=f"step {step}: still reproducing the race", fraction=0.5,
-                             lease_expires_at=lease_until(packet.stop_rules, utcnow()))
-            event = make_event(packet, worker.id, data, actor=worker.actor, at=utcnow(),
-                               epoch=worker.epoch, prev_hash=head)
-            planned.append((packet.version, event, apply(packet, event)))
-            packet, head = planned[-1][2], event.hash
+        planned, snap = _planned(worker, snap, count)
         start = time.perf_counter()
         for version, event, after in planned:
             store.commit(worker.id, version, [event], after)
         elapsed = time.perf_counter() - start
-        snap = Snapshot(packet, head)
+        return count / elapsed
+
+    sample(2)
+    return sample
+
+
+def _planned(worker: waypost.Run, snap: Snapshot,
+             count: int) -> tuple[list[tuple[int, Event, Packet]], Snapshot]:
+    """`count` heartbeats of `worker`'s run decided one after another from `snap`, as
+    (expected version, event, packet after), and the snapshot the last leaves."""
+    packet, head, planned = snap.packet, snap.head_hash, []
+    for step in range(count):
+        data = Heartbeat(note=f"step {step}: still reproducing the race", fraction=0.5,
+                         lease_expires_at=lease_until(packet.stop_rules, utcnow()))
+        event = make_event(packet, worker.id, data, actor=worker.actor, at=utcnow(),
+                           epoch=worker.epoch, prev_hash=head)
+        planned.append((packet.version, event, apply(packet, event)))
+        packet, head = planned[-1][2], event.hash
+    return planned, Snapshot(packet, head)
+
+
+def waypost_sql_only(folder: Path, stack: ExitStack) -> Callable[[int], float]:
+    """waypost's statements alone: `count` heartbeats' parameters made before the clock
+    starts (as `commit_one` makes them), then each committed as `commit_one` commits a
+    heartbeat, on a bare connection to a store waypost made (its schema, its pragmas)."""
+    path = folder / "sql-only.db"
+    with waypost.open_store(str(path)) as store:
+        worker = _claimed_run(store)
+        snap = store.load(worker.id)
+        run_id = worker.id
+    db = sqlite3.connect(path, isolation_level=None)
+    stack.callback(db.close)
+    db.execute("PRAGMA synchronous = FULL")  # the file is in WAL mode: waypost made it
+
+    def sample(count: int) -> float:
+        nonlocal snap
+        planned, snap = _planned(worker, snap, count)
+        statements = []
+        for expected, event, after in planned:
+            version, state, owner, head, updated, due, body = columns(after, event)
+            guarded = (version, state, head, updated, body, run_id, expected)
+            now = after.updated_at.timestamp()
+            statements.append(((*guarded, owner, due, now, due), event_row(event, updated)))
+        start = time.perf_counter()
+        for steady, row in statements:
+            db.execute("BEGIN IMMEDIATE")
+            if db.execute(STEADY_UPDATE, steady).rowcount != 1:
+                raise RuntimeError("the steady UPDATE changed no row: the floor is not "
+                                   "the heartbeat's path")
+            db.execute(INSERT_EVENT, row)
+            db.execute("COMMIT")
+        elapsed = time.perf_counter() - start
         return count / elapsed
 
     sample(2)
@@ -194,14 +246,19 @@ def run(folder: Path, *, rounds: int, batch: int) -> Section:
         subjects = {name: _batch(op, batch) for name, op in ops.items()}
         commit_only = waypost_commit_only(folder, stack)
         subjects[COMMIT_ONLY] = lambda: commit_only(batch)
+        sql_only = waypost_sql_only(folder, stack)
+        subjects[SQL_ONLY] = lambda: sql_only(batch)
         samples = interleave(subjects, rounds)
-    order = (WAYPOST, COMMIT_ONLY, *ops)
+    order = (WAYPOST, COMMIT_ONLY, SQL_ONLY, *ops)
     section.figures = figures({name: samples[name] for name in dict.fromkeys(order)})
     section.add_ratio(VS_RAW, WAYPOST, RAW)
     if LANGGRAPH in ops:
         section.add_ratio(VS_LANGGRAPH, WAYPOST, LANGGRAPH)
     section.add_ratio(VS_FSYNC, WAYPOST, FSYNC)
     section.add_ratio(COMMIT_VS_RAW, COMMIT_ONLY, RAW)
+    section.add_ratio(SQL_VS_RAW, SQL_ONLY, RAW)
+    if LANGGRAPH in ops:
+        section.add_ratio(SQL_VS_LANGGRAPH, SQL_ONLY, LANGGRAPH)
     section.notes.append(f"waypost packet {packet_bytes / 1024:.1f} KB; {batch} operations "
                          f"per sample, {rounds} interleaved rounds")
     return section

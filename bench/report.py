@@ -23,14 +23,24 @@ def ratio_target(sections: Mapping[str, Section], key: str, label: str, text: st
                  detail=detail)
 
 
+def _floor(sections: Mapping[str, Section], key: str, label: str, name: str) -> str:
+    """The floor beside a target, as its detail: `name` and the ratio `label`, if measured."""
+    section = sections.get(key)
+    found = [r for r in section.ratios if r.label == label] if section is not None else []
+    return f"{name} {found[0].median:.2f}x" if found else ""
+
+
 def targets(sections: Mapping[str, Section]) -> list[Target]:
+    floor = "the floor, waypost's SQL alone:"
     found = [
         ratio_target(sections, "durable", durable.VS_LANGGRAPH,
                      "durable transition >= 1.0x LangGraph SqliteSaver.put", 1.0,
-                     at_least=True),
+                     at_least=True, detail=_floor(sections, "durable",
+                                                  durable.SQL_VS_LANGGRAPH, floor)),
         ratio_target(sections, "durable", durable.VS_RAW,
                      "durable transition >= 0.75x raw sqlite3 insert+upsert", 0.75,
-                     at_least=True),
+                     at_least=True, detail=_floor(sections, "durable", durable.SQL_VS_RAW,
+                                                  floor)),
         ratio_target(sections, "cli", cli_verbs.HEARTBEAT_RATIO,
                      "`waypost heartbeat` <= 3.0x `python -c pass`", 3.0, at_least=False),
     ]

@@ -25,6 +25,7 @@ from bench import (
 from bench.harness import NOT_BUILT, NOT_MEASURED, Figure, Section, absent, interleave
 from bench.pending import exists
 from tests import pg
+from waypost.core.history import verify_run
 from waypost.store.postgres import PostgresStore
 
 
@@ -52,12 +53,28 @@ def test_ratios_pair_the_samples_of_each_round() -> None:
 def test_durable_section_has_every_figure_and_ratio(tmp_path: Path) -> None:
     section = durable.run(tmp_path, rounds=2, batch=2)
     names = [f.name for f in section.figures]
-    assert names[:3] == [durable.WAYPOST, durable.COMMIT_ONLY, durable.RAW]
+    assert names[:4] == [durable.WAYPOST, durable.COMMIT_ONLY, durable.SQL_ONLY, durable.RAW]
     assert durable.FSYNC in names
     assert all(len(f.samples) == 2 and f.low > 0 for f in section.figures)
     labels = {r.label for r in section.ratios}
-    assert {durable.VS_RAW, durable.VS_FSYNC, durable.COMMIT_VS_RAW} <= labels
+    assert {durable.VS_RAW, durable.VS_FSYNC, durable.COMMIT_VS_RAW,
+            durable.SQL_VS_RAW} <= labels
     assert (durable.VS_LANGGRAPH in labels) == durable.langgraph_available()
+    assert (durable.SQL_VS_LANGGRAPH in labels) == durable.langgraph_available()
+
+
+def test_the_durable_floor_writes_what_a_heartbeat_writes(tmp_path: Path) -> None:
+    """The floor is waypost's own statements: the rows it commits read back as heartbeats
+    whose chain and fold verify, one event and one version per heartbeat."""
+    with ExitStack() as stack:
+        sample = durable.waypost_sql_only(tmp_path, stack)
+        assert sample(5) > 0
+    with waypost.open_store(str(tmp_path / "sql-only.db")) as store:
+        (run_id,) = store.run_ids()
+        events = store.events(run_id)
+        verify_run(run_id, events, store.get(run_id))
+        assert [e.type for e in events[-7:]] == ["heartbeat"] * 7  # 2 warming, 5 sampled
+        assert store.get(run_id).version == events[-1].seq
 
 
 def test_board_fill_makes_runs_that_verify(tmp_path: Path) -> None:
@@ -90,6 +107,18 @@ def test_targets_pass_miss_and_not_built() -> None:
     assert found["`waypost heartbeat` <= 3.0x `python -c pass`"].status == "MISS"
     assert found["durable transition >= 0.75x raw sqlite3 insert+upsert"].status \
         == NOT_MEASURED
+
+
+def test_the_durable_targets_name_their_floor_beside_the_measure() -> None:
+    section = Section(key="durable", title="t", unit="ops/s", higher_is_better=True, figures=[
+        Figure(name=durable.WAYPOST, samples=(60.0,)), Figure(name=durable.RAW, samples=(100.0,)),
+        Figure(name=durable.SQL_ONLY, samples=(90.0,))])
+    section.add_ratio(durable.VS_RAW, durable.WAYPOST, durable.RAW)
+    section.add_ratio(durable.SQL_VS_RAW, durable.SQL_ONLY, durable.RAW)
+    found = {t.text: t for t in report.targets({"durable": section})}
+    target = found["durable transition >= 0.75x raw sqlite3 insert+upsert"]
+    assert (target.status, target.detail) == (
+        "MISS", "measured 0.60x; the floor, waypost's SQL alone: 0.90x")
 
 
 def test_delivery_section_measures_the_relay_its_floor_and_both_bare_posts(
