@@ -19,6 +19,7 @@ HEARTBEAT = "waypost heartbeat RUN"
 SHOW = "waypost show RUN --json"
 HEARTBEAT_RATIO = "heartbeat / python -c pass"
 SHOW_RATIO = "show --json / python -c pass"
+FLOOR_RATIO = "dependency floor / python -c pass"
 HEAVY = ("httpx", "litestar", "mcp", "psycopg", "click")
 LIGHT_TARGET = f"hot verbs (heartbeat, show, ls, block) import none of {', '.join(HEAVY)}"
 
@@ -52,7 +53,7 @@ def run(folder: Path, *, rounds: int) -> Section:
     section.figures = figures({name: values[1:] for name, values in samples.items()})
     section.add_ratio(HEARTBEAT_RATIO, HEARTBEAT, procs.PYTHON_PASS)
     section.add_ratio(SHOW_RATIO, SHOW, procs.PYTHON_PASS)
-    section.add_ratio("dependency floor / python -c pass", procs.FLOOR, procs.PYTHON_PASS)
+    section.add_ratio(FLOOR_RATIO, procs.FLOOR, procs.PYTHON_PASS)
     section.add_ratio("library floor / python -c pass", procs.LIBRARY, procs.PYTHON_PASS)
     section.add_ratio("heartbeat / library floor", HEARTBEAT, procs.LIBRARY)
     section.notes.append(f"{rounds} interleaved rounds after one discarded warm-up round; "

@@ -42,7 +42,9 @@ def targets(sections: Mapping[str, Section]) -> list[Target]:
                      at_least=True, detail=_floor(sections, "durable", durable.SQL_VS_RAW,
                                                   floor)),
         ratio_target(sections, "cli", cli_verbs.HEARTBEAT_RATIO,
-                     "`waypost heartbeat` <= 3.0x `python -c pass`", 3.0, at_least=False),
+                     "`waypost heartbeat` <= 3.0x `python -c pass`", 3.0, at_least=False,
+                     detail=_floor(sections, "cli", cli_verbs.FLOOR_RATIO,
+                                   "the dependency floor (msgspec, sqlite3):")),
     ]
     errors = sections["writers"].counts.get(f"errors, {writers.name(16)}", 0) \
         if "writers" in sections else 0

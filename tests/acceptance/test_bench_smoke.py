@@ -13,9 +13,11 @@ import pytest
 import waypost
 from bench import (
     board,
+    cli_verbs,
     delivery,
     durable,
     postgres,
+    procs,
     report,
     scan,
     serve_load,
@@ -98,13 +100,18 @@ def test_targets_pass_miss_and_not_built() -> None:
     pending.targets = [absent("sweep target", NOT_BUILT)]
     found = {t.text: t for t in report.targets({"cli": section, "sweep": pending})}
     assert found["`waypost heartbeat` <= 3.0x `python -c pass`"].status == "PASS"  # 3.0x
+    assert found["`waypost heartbeat` <= 3.0x `python -c pass`"].detail == "measured 3.00x"
     assert found["sweep target"].status == NOT_BUILT
     text = report.table([section, pending], list(found.values()), "header")
     assert "PASS" in text
     assert NOT_BUILT in text
     section.ratios[0] = dataclasses.replace(section.ratios[0], per_round=(4.5,))
+    section.figures.append(Figure(name=procs.FLOOR, samples=(25.0, 25.0)))
+    section.add_ratio(cli_verbs.FLOOR_RATIO, procs.FLOOR, "python -c pass")
     found = {t.text: t for t in report.targets({"cli": section})}
     assert found["`waypost heartbeat` <= 3.0x `python -c pass`"].status == "MISS"
+    assert found["`waypost heartbeat` <= 3.0x `python -c pass`"].detail \
+        == "measured 4.50x; the dependency floor (msgspec, sqlite3): 2.50x"
     assert found["durable transition >= 0.75x raw sqlite3 insert+upsert"].status \
         == NOT_MEASURED
 
@@ -128,8 +135,10 @@ def test_delivery_section_measures_the_relay_its_floor_and_both_bare_posts(
     assert names == [delivery.RELAY, delivery.NO_SEND, delivery.NEW_CONNECTION,
                      delivery.KEPT_ALIVE]
     assert all(len(f.samples) == 1 and f.low > 0 for f in section.figures)
-    assert any("the floor" in r.label for r in section.ratios)
-    assert len(section.targets) == 1
+    (floor,) = [r for r in section.ratios if "the floor" in r.label]
+    (target,) = section.targets
+    assert target.detail.endswith(f"; the floor, the relay without its send: "
+                                  f"{floor.median:.2f}x")
 
 
 def test_serve_section_measures_both_servers_and_memory(tmp_path: Path) -> None:
