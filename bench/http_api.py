@@ -16,7 +16,7 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -79,10 +79,11 @@ def window(base: str, runs: list[tuple[str, str]], seconds: float, errors: Count
 
 
 @contextmanager
-def serving(url: str, cwd: Path | None = None) -> Iterator[tuple[int, str]]:
+def serving(url: str, cwd: Path | None = None,
+            launch: Sequence[str] = ("-m", "waypost")) -> Iterator[tuple[int, str]]:
     """`waypost serve` on the store at `url`, in a process of its own started in `cwd`
-    (where its waypost.toml is found); its pid and base URL."""
-    proc = subprocess.Popen([sys.executable, "-m", "waypost", "serve", "--port", "0"],
+    (where its waypost.toml is found) by `python <launch> serve`; its pid and base URL."""
+    proc = subprocess.Popen([sys.executable, *launch, "serve", "--port", "0"],
                             env={**os.environ, "WAYPOST_URL": url}, stderr=subprocess.PIPE,
                             text=True, cwd=cwd)
     assert proc.stderr is not None

@@ -9,6 +9,10 @@ bench's process heartbeats a run of its own through the library (`Run.heartbeat`
 loop, on the same store). The figure is the aggregate rate of acknowledged (200)
 heartbeats; every other answer is an error.
 
+Beside them, a third server without grouping whose store never flushes (synchronous=OFF,
+set by the bench in that process; waypost has no such setting): commits that cost nothing to
+make durable, the most any grouping of commits could give this server.
+
 Memory: each server's resident set (VmRSS, and its peak, VmHWM) once every round and then
 the board's page (its largest answer) have been served; then `waypost watch --interval 1ms`
 sweeps the same store 1,000 times, its RSS read after every 100th sweep: flat means the
@@ -39,8 +43,21 @@ from waypost.store.sqlite import SqliteStore
 CLIENTS = 50
 GROUPED = f"{CLIENTS} clients over HTTP, group commit"
 UNGROUPED = f"{CLIENTS} clients over HTTP, no grouping ([store] group_commit = false)"
+UNFLUSHED = f"{CLIENTS} clients over HTTP, no grouping, no flush (synchronous=OFF)"
 ONE_WRITER = "1 writer in-process (Run.heartbeat in a loop)"
 GAIN = "group commit / no grouping"
+CEILING = "no flush / no grouping (the ceiling of any grouping)"
+# every SQLite store this process opens leaves its commits unflushed: a measurement only
+UNFLUSHED_STORES = (
+    "from waypost.store import sqlite_setup\n"
+    "opened = sqlite_setup.StoreFile.open\n"
+    "def unflushed(self, *, create):\n"
+    "    db = opened(self, create=create)\n"
+    "    db.execute('PRAGMA synchronous = OFF')\n"
+    "    return db\n"
+    "sqlite_setup.StoreFile.open = unflushed\n")
+UNFLUSHED_SERVE = (UNFLUSHED_STORES
+                   + "from waypost.cli import console\nraise SystemExit(console())\n")
 SWEEPS, FIRST = 1_000, 100  # watch sweeps; the one whose RSS is the reference
 SERVER_MB = 150
 GAIN_TARGET = (f"waypost serve, {CLIENTS} clients: group commit >= 1.5x the same server "
@@ -131,10 +148,13 @@ def run(folder: Path, *, rounds: int, seconds: float, stored: int,
     alone = _one_writer(path, seconds, errors)
     with http_api.serving(str(path), _served_with(folder / "grouped", True)) as (g_pid, g_url), \
             http_api.serving(str(path), _served_with(folder / "ungrouped", False)) as (u_pid,
-                                                                                      u_url):
+                                                                                      u_url), \
+            http_api.serving(str(path), _served_with(folder / "unflushed", False),
+                             ("-c", UNFLUSHED_SERVE)) as (_, n_url):
         samples = interleave({
             GROUPED: lambda: http_clients.window(g_url, runs, seconds, errors, GROUPED),
             UNGROUPED: lambda: http_clients.window(u_url, runs, seconds, errors, UNGROUPED),
+            UNFLUSHED: lambda: http_clients.window(n_url, runs, seconds, errors, UNFLUSHED),
             ONE_WRITER: alone}, rounds + 1)
         samples = {name: values[1:] for name, values in samples.items()}  # warm-up dropped
         for base in (g_url, u_url):  # and the board's page, its largest answer
@@ -144,15 +164,17 @@ def run(folder: Path, *, rounds: int, seconds: float, stored: int,
     swept = watch_rss(path, sweeps)
     section.figures = [Figure(name=n, samples=tuple(samples[n]),
                               note=f"errors: {writers.errors_of(n, errors)}")
-                       for n in (GROUPED, UNGROUPED, ONE_WRITER)]
+                       for n in (GROUPED, UNGROUPED, UNFLUSHED, ONE_WRITER)]
     gain = section.add_ratio(GAIN, GROUPED, UNGROUPED)
+    ceiling = section.add_ratio(CEILING, UNFLUSHED, UNGROUPED)
     section.add_ratio("group commit / 1 writer in-process", GROUPED, ONE_WRITER)
     section.add_ratio("no grouping / 1 writer in-process", UNGROUPED, ONE_WRITER)
     _memory(section, memory, swept, stored)
     total = sum(errors.values())
     section.counts = {"errors": total, "stored runs": stored + CLIENTS + 1, **section.counts}
     section.targets.insert(0, check(GAIN_TARGET, gain.median, 1.5, at_least=True,
-                                    also=total == 0, detail=f"{total} errors"))
+                                    also=total == 0, detail=f"{total} errors; the ceiling, "
+                                    f"no flush at all: {ceiling.median:.2f}x"))
     section.notes.append(f"{seconds:g} s window per sample, {rounds} interleaved rounds; each "
                          "server one uvicorn process whose thread pool runs the store's calls; "
                          "the clients, the servers and the in-process writer share the cores")

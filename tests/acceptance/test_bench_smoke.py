@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import subprocess
+import sys
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -144,9 +146,12 @@ def test_delivery_section_measures_the_relay_its_floor_and_both_bare_posts(
 def test_serve_section_measures_both_servers_and_memory(tmp_path: Path) -> None:
     section = serve_load.run(tmp_path, rounds=1, seconds=0.3, stored=50, sweeps=200)
     names = [f.name for f in section.figures]
-    assert names == [serve_load.GROUPED, serve_load.UNGROUPED, serve_load.ONE_WRITER]
+    assert names == [serve_load.GROUPED, serve_load.UNGROUPED, serve_load.UNFLUSHED,
+                     serve_load.ONE_WRITER]
     assert all(len(f.samples) == 1 and f.low > 0 for f in section.figures)
-    assert serve_load.GAIN in {r.label for r in section.ratios}
+    assert {serve_load.GAIN, serve_load.CEILING} <= {r.label for r in section.ratios}
+    ceiling = section.ratio(serve_load.CEILING).median
+    assert section.targets[0].detail.endswith(f"the ceiling, no flush at all: {ceiling:.2f}x")
     assert section.counts["errors"] == 0
     assert [t.text for t in section.targets] == list(serve_load.TARGETS)
     rss = section.counts["server peak RSS, MB, group commit"]
@@ -155,6 +160,18 @@ def test_serve_section_measures_both_servers_and_memory(tmp_path: Path) -> None:
     # skipped, its targets are still named, as not measured
     found = {t.text: t.status for t in report.targets({})}
     assert all(found[text] == NOT_MEASURED for text in serve_load.TARGETS)
+
+
+def test_the_serve_ceiling_opens_its_stores_unflushed(tmp_path: Path) -> None:
+    """The ceiling's server differs from the others in one thing: its store's commits
+    are not flushed (synchronous=OFF); stores opened anywhere else stay FULL."""
+    probe = ("from waypost.store.sqlite import SqliteStore\n"
+             f"store = SqliteStore({str(tmp_path / 's.db')!r})\n"
+             "print(store.pragmas()['synchronous'])\n")
+    said = [subprocess.run([sys.executable, "-c", prefix + probe], capture_output=True,
+                           text=True, check=True).stdout.strip()
+            for prefix in (serve_load.UNFLUSHED_STORES, "")]
+    assert said == ["0", "full"]
 
 
 def test_threads_section_measures_grouping_and_postgresql_beside_it(
