@@ -179,10 +179,13 @@ def test_threads_section_measures_grouping_and_postgresql_beside_it(
     monkeypatch.setenv("WAYPOST_BENCH_POSTGRES_URL", pg.require_postgres())
     section = threads.run(tmp_path, rounds=1, seconds=0.2)
     assert [f.name for f in section.figures] == [threads.ONE, threads.MANY, threads.UNGROUPED,
-                                                 threads.PG_ONE, threads.PG_MANY]
+                                                 threads.UNFLUSHED, threads.PG_ONE,
+                                                 threads.PG_MANY]
     assert all(len(f.samples) == 1 and f.low > 0 for f in section.figures)
     assert [r.label for r in section.ratios] == [threads.GAIN, threads.OVER_UNGROUPED,
-                                                 threads.PG_GAIN]
+                                                 threads.CEILING, threads.PG_GAIN]
+    ceiling = section.ratio(threads.CEILING).median
+    assert section.targets[0].detail.endswith(f"the ceiling, no flush at all: {ceiling:.2f}x")
     assert section.counts["errors"] == 0
     with psycopg.connect(postgres.server_url()) as conn:  # its schema is dropped
         left = conn.execute("SELECT count(*) FROM pg_namespace"
@@ -194,7 +197,8 @@ def test_threads_section_says_why_postgresql_is_not_measured(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("WAYPOST_BENCH_POSTGRES_URL", "postgresql://postgres@127.0.0.1:1/test")
     section = threads.run(tmp_path, rounds=1, seconds=0.1)
-    assert [f.name for f in section.figures] == [threads.ONE, threads.MANY, threads.UNGROUPED]
+    assert [f.name for f in section.figures] == [threads.ONE, threads.MANY, threads.UNGROUPED,
+                                                 threads.UNFLUSHED]
     assert threads.PG_GAIN not in {r.label for r in section.ratios}
     assert any(n.startswith("PostgreSQL not measured: PostgreSQL unreachable")
                for n in section.notes)
