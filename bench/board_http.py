@@ -20,8 +20,8 @@ import httpx
 
 from bench import board, http_api
 from bench.harness import Section, check, figures, interleave
-from waypost import tokens
 from waypost.store import open_store
+from waypost.usecases import tokens
 
 PAGE = "GET / (the board's page)"
 LISTING = "GET /api/runs (bare listing)"

@@ -34,7 +34,7 @@ from waypost.core.writes import Snapshot
 from waypost.durations import utcnow
 from waypost.events import Event, Heartbeat
 from waypost.model import Packet, to_json
-from waypost.store.sqlite_write import INSERT_EVENT, STEADY_UPDATE, columns, event_row
+from waypost.store.sqlite.write import INSERT_EVENT, STEADY_UPDATE, columns, event_row
 
 WAYPOST = "waypost Run.heartbeat()"
 COMMIT_ONLY = "waypost Store.commit alone (event pre-built)"

@@ -33,7 +33,7 @@ LIBRARY = f"{CLIENTS} writer processes in-process"
 
 def worker_runs(url: str, count: int = CLIENTS) -> list[tuple[str, str]]:
     """`count` runs, each held by its own worker, with that worker's token."""
-    from waypost import tokens
+    from waypost.usecases import tokens
 
     made = []
     with waypost.open_store(url) as store:

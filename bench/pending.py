@@ -41,7 +41,7 @@ def unavailable(key: str, title: str, unit: str, higher: bool, status: str,
 
 
 def sweep(folder: Path, *, rounds: int, stored: int) -> Section:
-    if not exists("waypost.watchdog"):
+    if not exists("waypost.usecases.watchdog"):
         return unavailable("sweep", SWEEP_TITLE, "ms", False, NOT_BUILT,
                            (SWEEP_RATIO_TARGET, SWEEP_TIME_TARGET, SWEEP_FLOOR_TARGET))
     import bench.sweep as measured
@@ -50,7 +50,7 @@ def sweep(folder: Path, *, rounds: int, stored: int) -> Section:
 
 
 def postgres(folder: Path, *, rounds: int, seconds: float) -> Section:
-    if not exists("waypost.store.postgres"):
+    if not exists("waypost.store.postgres.store"):
         return unavailable("postgres", PG_TITLE, "ops/s", True, NOT_BUILT, (PG_TARGET,))
     import bench.postgres as measured
 

@@ -18,7 +18,7 @@ PYTHON_PASS = "python -c pass"
 FLOOR_MODULES = "msgspec, sqlite3"
 FLOOR = f"dependency floor: import {FLOOR_MODULES}"
 # what a heartbeat imports without the command line: the use cases and the SQLite store
-LIBRARY_MODULES = "waypost.runs, waypost.store.sqlite"
+LIBRARY_MODULES = "waypost.usecases.runs, waypost.store.sqlite.store"
 LIBRARY = f"library floor: import {LIBRARY_MODULES}"
 _AS_THE_HOT_VERBS_DO = ("import os, sys, types; platform = types.ModuleType('platform'); "
                         "platform.system = lambda: os.uname().sysname; "

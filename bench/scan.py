@@ -17,9 +17,9 @@ from pathlib import Path
 
 import waypost
 from bench.harness import Section, check, figures, interleave
-from waypost import checks
 from waypost.config import Config
 from waypost.core.sanitize import find
+from waypost.usecases import checks
 
 SIZES = (10_000, 100_000, 1_000_000)
 # Inputs that were superlinear before the rules were made linear, and their neighbours.

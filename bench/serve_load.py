@@ -36,9 +36,9 @@ import httpx
 from bench import board, http_api, http_clients, writers
 from bench.board_http import rss_mb
 from bench.harness import Figure, Section, check, interleave
-from waypost import tokens
-from waypost.runs import Run
-from waypost.store.sqlite import SqliteStore
+from waypost.store.sqlite.store import SqliteStore
+from waypost.usecases import tokens
+from waypost.usecases.runs import Run
 
 CLIENTS = 50
 GROUPED = f"{CLIENTS} clients over HTTP, group commit"
@@ -49,7 +49,7 @@ GAIN = "group commit / no grouping"
 CEILING = "no flush / no grouping (the ceiling of any grouping)"
 # every SQLite store this process opens leaves its commits unflushed: a measurement only
 UNFLUSHED_STORES = (
-    "from waypost.store import sqlite_setup\n"
+    "from waypost.store.sqlite import setup as sqlite_setup\n"
     "opened = sqlite_setup.StoreFile.open\n"
     "def unflushed(self, *, create):\n"
     "    db = opened(self, create=create)\n"

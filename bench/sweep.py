@@ -1,4 +1,4 @@
-"""5. Watchdog sweep: `waypost.watchdog.sweep` over a store where a few runs are due.
+"""5. Watchdog sweep: `waypost.usecases.watchdog.sweep` over a store where a few runs are due.
 
 Two stores, measured in alternating rounds: one with 1,000,000 runs stored of which 10,000
 are due, one with 10,000 stored of which 1,000 are due. The stored runs are long-running
@@ -34,7 +34,7 @@ import waypost
 from bench import board, pending
 from bench.harness import NOT_MEASURED, Section, absent, check, figures, interleave
 from waypost.durations import utcnow
-from waypost.watchdog import BATCH, sweep
+from waypost.usecases.watchdog import BATCH, sweep
 
 QUIET_SHAPES = 28  # quiet templates, next checks spread over a week
 
@@ -174,7 +174,7 @@ class PostgresSweptStore(Swept):
 def _postgres_unreachable() -> str | None:
     from bench import pending, postgres
 
-    if not pending.exists("waypost.store.postgres"):
+    if not pending.exists("waypost.store.postgres.store"):
         return "this waypost has no PostgreSQL store"
     return postgres.unreachable()
 

@@ -26,10 +26,11 @@ from pathlib import Path
 
 from bench import pending, postgres
 from bench.harness import Figure, Section, check, interleave
-from waypost.runs import Run
-from waypost.starting import start
-from waypost.store import Store, open_store, sqlite_write
-from waypost.store.sqlite import SqliteStore
+from waypost.store import Store, open_store
+from waypost.store.sqlite import write as sqlite_write
+from waypost.store.sqlite.store import SqliteStore
+from waypost.usecases.runs import Run
+from waypost.usecases.starting import start
 
 THREADS = 16
 ONE, MANY, UNGROUPED = "1 thread", f"{THREADS} threads", f"{THREADS} threads, no grouping"
@@ -55,8 +56,8 @@ def _claimed(store: Store) -> list[Run]:
 def _postgres(stack: ExitStack) -> tuple[list[Run] | None, str]:
     """Claimed runs in a private schema on the bench's PostgreSQL server (dropped when
     `stack` closes), or None and why PostgreSQL is not measured."""
-    why = ("this waypost has no PostgreSQL store" if not pending.exists("waypost.store.postgres")
-           else postgres.unreachable())
+    why = ("this waypost has no PostgreSQL store"
+           if not pending.exists("waypost.store.postgres.store") else postgres.unreachable())
     if why is not None:
         return None, why
     schema = f"waypost_bench_threads_{os.getpid()}_{secrets.token_hex(3)}"

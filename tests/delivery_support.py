@@ -16,11 +16,11 @@ import msgspec
 import standardwebhooks
 
 from tests.helpers import FakeClock
-from waypost import runs, starting
 from waypost.config import Config
 from waypost.delivery.settings import DeliverySettings
 from waypost.model import Blocker, BlockerKind, EvidenceKind, Kind, State, Verdict
 from waypost.store import Store
+from waypost.usecases import runs, starting
 
 PRIVATE = "customer ACME-7731 fixed on host build-17.corp.internal; told bob@acme-corp.example"
 PUBLIC = "Login race fixed; the flaky test now passes 200 runs in a row"

@@ -20,11 +20,11 @@ import httpx
 import uvicorn
 from litestar import Litestar
 
-from waypost import tokens
 from waypost.http.app import create_app
 from waypost.http.settings import ServerConfig
 from waypost.store import open_store
 from waypost.system.sockets import listening_socket
+from waypost.usecases import tokens
 
 START_WAIT = 20.0  # seconds a server may take to listen
 

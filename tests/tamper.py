@@ -9,8 +9,8 @@ import sqlite3
 from waypost.events import Event
 from waypost.model import Packet, to_json
 from waypost.store import Store
-from waypost.store.postgres import PostgresStore
-from waypost.store.sqlite import SqliteStore
+from waypost.store.postgres.store import PostgresStore
+from waypost.store.sqlite.store import SqliteStore
 
 
 def overwrite_event(store: Store, event: Event) -> None:

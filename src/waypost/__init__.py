@@ -14,6 +14,13 @@ or, around a worker's whole job (heartbeats while it runs; an exception blocks t
                      max_silence=1800) as run:
         run.evidence(["pytest", "-q"], kind="test")
         run.ready("the test no longer flakes")
+
+The package, room by room (ARCHITECTURE.md draws them and how a request flows):
+
+    errors.py model/ events.py durations.py config.py inputs.py display.py   the vocabulary
+    core/ system/ store/ delivery/ usecases/ hooks/ sdk/                     the rooms
+    cli/ http/ mcp/                                                          the doors
+    receiver.py watchdog.py   public aliases of documented paths; __main__.py `python -m`
 """
 
 import typing
@@ -55,11 +62,11 @@ if typing.TYPE_CHECKING:
         StopRules,
         Verdict,
     )
-    from waypost.runs import Run
-    from waypost.sdk import run
-    from waypost.sdk_async import arun
-    from waypost.starting import start
+    from waypost.sdk.aio import arun
+    from waypost.sdk.block import run
     from waypost.store import Store, open_store
+    from waypost.usecases.runs import Run
+    from waypost.usecases.starting import start
 
 __all__ = [
     "Artifact",
@@ -115,10 +122,10 @@ _HOMES = {
     "waypost.model": ("Artifact", "ArtifactRole", "Assurance", "Authority", "Blocker",
                       "BlockerKind", "Evidence", "EvidenceKind", "Gate", "Kind", "Liveness",
                       "Packet", "State", "StopRules", "Verdict"),
-    "waypost.runs": ("Run",),
-    "waypost.starting": ("start",),
-    "waypost.sdk": ("run",),
-    "waypost.sdk_async": ("arun",),
+    "waypost.usecases.runs": ("Run",),
+    "waypost.usecases.starting": ("start",),
+    "waypost.sdk.block": ("run",),
+    "waypost.sdk.aio": ("arun",),
     "waypost.store": ("Store", "open_store"),
 }
 _HOME_OF = {name: module for module, names in _HOMES.items() for name in names}

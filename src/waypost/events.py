@@ -2,7 +2,7 @@
 `Event` is one entry of a run's hash-chained history.
 """
 
-# No `from __future__ import annotations`: msgspec reads these annotations (see model.py).
+# No `from __future__ import annotations`: msgspec reads these annotations (see waypost.model.base).
 
 from datetime import datetime
 

@@ -30,7 +30,7 @@ from bench.harness import NOT_BUILT, NOT_MEASURED, Figure, Section, absent, inte
 from bench.pending import exists
 from tests import pg
 from waypost.core.history import verify_run
-from waypost.store.postgres import PostgresStore
+from waypost.store.postgres.store import PostgresStore
 
 
 def test_interleave_rotates_the_order_and_keeps_samples_by_name() -> None:
@@ -165,7 +165,7 @@ def test_serve_section_measures_both_servers_and_memory(tmp_path: Path) -> None:
 def test_the_serve_ceiling_opens_its_stores_unflushed(tmp_path: Path) -> None:
     """The ceiling's server differs from the others in one thing: its store's commits
     are not flushed (synchronous=OFF); stores opened anywhere else stay FULL."""
-    probe = ("from waypost.store.sqlite import SqliteStore\n"
+    probe = ("from waypost.store.sqlite.store import SqliteStore\n"
              f"store = SqliteStore({str(tmp_path / 's.db')!r})\n"
              "print(store.pragmas()['synchronous'])\n")
     said = [subprocess.run([sys.executable, "-c", prefix + probe], capture_output=True,

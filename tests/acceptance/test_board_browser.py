@@ -21,8 +21,8 @@ import pytest
 
 import waypost
 from tests.board_support import Server
-from waypost import tokens
 from waypost.store import open_store
+from waypost.usecases import tokens
 
 if TYPE_CHECKING:
     from playwright.sync_api import Page

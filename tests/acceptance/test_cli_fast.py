@@ -26,7 +26,7 @@ import waypost
 from tests.acceptance.test_imports import importtime_modules
 from tests.helpers import Cli
 from waypost.cli import context, hot
-from waypost.runs import Run
+from waypost.usecases.runs import Run
 
 CLICK_ONLY = "import sys; from waypost.cli import main; sys.exit(main(sys.argv[1:], fast=False))"
 RUN = "{run}"

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from tests.acceptance.test_hook_stop import HANG_GUARD, SESSION, act, project, started
-from waypost.starting import parse_gate
 from waypost.store import open_store
+from waypost.usecases.starting import parse_gate
 
 __all__ = ["project"]  # the fixture, shared with test_hook_stop
 HOSTS = ("claude", "codex", "gemini", "cursor")
@@ -363,8 +363,8 @@ def test_an_event_the_host_lacks_is_a_refusal_naming_what_there_is(project: Path
 
 
 def test_the_hot_verb_knows_every_host() -> None:
-    from waypost import hook_hosts
     from waypost.cli.hot import HOT
+    from waypost.hooks import hosts as hook_hosts
 
     (host,) = [o for o in HOT["hook"].options if o.name == "--host"]
     assert host.choices == hook_hosts.HOSTS

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 import waypost
-from waypost.starting import parse_gate
 from waypost.store import open_store
+from waypost.usecases.starting import parse_gate
 
 SESSION = "3f1c2a9e-5b7d-4c8e-9a1f-0d2b4e6f8a10"
 HANG_GUARD = 60  # seconds; a hook answers in well under one

@@ -103,8 +103,8 @@ def test_hot_verbs_skip_costly_standard_modules(run_in_store: tuple[Path, str],
 
 def test_show_loads_the_a2a_projection_only_when_asked(run_in_store: tuple[Path, str]) -> None:
     store, run_id = run_in_store
-    assert "waypost.a2a" not in imported_modules(["show", run_id, "--json"], store)
-    assert "waypost.a2a" in imported_modules(["show", run_id, "--a2a"], store)
+    assert "waypost.usecases.a2a" not in imported_modules(["show", run_id, "--json"], store)
+    assert "waypost.usecases.a2a" in imported_modules(["show", run_id, "--a2a"], store)
 
 
 HOOK_INPUTS = {  # (host, event): the host's input naming the run's session (see below)
@@ -133,7 +133,7 @@ HOOK_INPUTS = {  # (host, event): the host's input naming the run's session (see
 
 
 def test_every_hosts_every_event_is_covered() -> None:
-    from waypost.hook_hosts import EVENT_NAMES
+    from waypost.hooks.hosts import EVENT_NAMES
 
     assert set(HOOK_INPUTS) == {(h, e) for h, events in EVENT_NAMES.items() for e in events}
 
@@ -424,7 +424,7 @@ def test_the_state_machine_loads_without_store_cli_or_delivery() -> None:
     loaded = set(proc.stdout.split())
     assert "waypost.core.machine" in loaded
     outside = sorted(n for n in loaded if n not in {"waypost", "waypost.core"}
-                     and not n.startswith("waypost.core.")
+                     and not n.startswith(("waypost.core.", "waypost.model."))
                      and n not in {"waypost.errors", "waypost.model", "waypost.events",
                                    "waypost.durations", "waypost.config"})
     assert outside == []

@@ -11,10 +11,10 @@ from hypothesis import strategies as st
 
 from tests import pg
 from tests.helpers import FakeClock
-from waypost import starting, watchdog
 from waypost.model import BlockerKind, Kind, Packet
-from waypost.runs import Run
 from waypost.store import Store, open_store
+from waypost.usecases import starting, watchdog
+from waypost.usecases.runs import Run
 
 
 def _follow(store: Store, cursor: int, *, limit: int = 500) -> tuple[list[Packet], int]:

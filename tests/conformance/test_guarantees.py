@@ -10,7 +10,6 @@ import pytest
 from tests.delivery_support import approved_run
 from tests.helpers import FakeClock
 from tests.tamper import overwrite_event, overwrite_packet
-from waypost import runs, starting
 from waypost.config import Config
 from waypost.core import outbox
 from waypost.core.history import make_event, verify_run
@@ -31,6 +30,7 @@ from waypost.model import (
     Verdict,
 )
 from waypost.store import Store
+from waypost.usecases import runs, starting
 
 
 def _start(store: Store, clock: FakeClock) -> runs.Run:

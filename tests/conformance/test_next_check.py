@@ -10,10 +10,10 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from tests.helpers import FakeClock
-from waypost import runs, starting, watchdog
 from waypost.model import BlockerKind, EvidenceKind, Kind, Verdict
 from waypost.store import Store
 from waypost.store.base import check_moves
+from waypost.usecases import runs, starting, watchdog
 
 
 def _due_ids(store: Store, now: datetime) -> list[str]:

@@ -8,7 +8,6 @@ import pytest
 
 from tests.delivery_support import approved_run
 from tests.helpers import FakeClock
-from waypost import runs, starting
 from waypost.core import outbox
 from waypost.core.history import make_event
 from waypost.core.machine import apply, next_blocker_id
@@ -17,6 +16,7 @@ from waypost.errors import NotFound, StaleLease, VersionConflict
 from waypost.events import Delivered, DeliveryFailed, Heartbeat
 from waypost.model import Authority, DeliveryStatus, Kind, OutboxItem, Purpose, RelayInfo, State
 from waypost.store import Store
+from waypost.usecases import runs, starting
 
 LEASE = 60.0
 

@@ -10,7 +10,6 @@ import pytest
 
 from tests.delivery_support import approved_run, fast
 from tests.helpers import FakeClock
-from waypost import retarget, runs, starting
 from waypost.core import outbox
 from waypost.core.history import verify_run
 from waypost.delivery.relay import Relay
@@ -24,6 +23,7 @@ from waypost.errors import (
 from waypost.events import Retargeted
 from waypost.model import Delivery, DeliveryStatus, Purpose, State
 from waypost.store import Store
+from waypost.usecases import retarget, runs, starting
 
 LEASE = 60.0
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 from tests.helpers import FakeClock
-from waypost import starting
 from waypost.core.history import verify_run
 from waypost.model import Assurance, EvidenceKind, Kind, Verdict
 from waypost.store import Store
+from waypost.usecases import starting
 
 
 @pytest.mark.parametrize(("note", "fraction"), [

@@ -4,9 +4,9 @@ change meets every run exactly once, on every backend."""
 from __future__ import annotations
 
 from waypost.model import BlockerKind, State
-from waypost.runs import Run
-from waypost.starting import start
 from waypost.store import Store
+from waypost.usecases.runs import Run
+from waypost.usecases.starting import start
 
 
 def _walk(store: Store, limit: int, before: str | None = None,

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from tests.helpers import FakeClock
-from waypost import starting
 from waypost.errors import InvalidInput, NotFound
 from waypost.store import Store
+from waypost.usecases import starting
 
 
 def test_a_session_finds_its_newest_run(store: Store, clock: FakeClock) -> None:

@@ -7,13 +7,13 @@ import hashlib
 import pytest
 
 from tests.helpers import FakeClock
-from waypost import runs, starting
 from waypost.core.history import make_event, verify_run
 from waypost.core.machine import apply
 from waypost.errors import IdempotencyConflict, NotFound, StaleLease, VersionConflict
 from waypost.events import Heartbeat
 from waypost.model import Authority, BlockerKind, Kind, State
 from waypost.store import Store
+from waypost.usecases import runs, starting
 
 
 def _start(store: Store, clock: FakeClock, key: str | None = None,

@@ -13,13 +13,13 @@ from typing import Any
 import pytest
 
 from tests.helpers import FakeClock
-from waypost import runs, starting, watchdog
 from waypost.core import watching
 from waypost.core.history import prepare, verify_run
 from waypost.core.writes import Deferral, RunWrite, in_force
 from waypost.errors import StoreError
 from waypost.model import Authority, Kind
 from waypost.store import Store, open_store, shared
+from waypost.usecases import runs, starting, watchdog
 
 WATCHDOG = "watchdog:t"
 

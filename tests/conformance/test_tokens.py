@@ -12,10 +12,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.helpers import Cli, FakeClock, dump_store
-from waypost import starting, tokens
 from waypost.errors import InvalidInput, NotFound, Unauthenticated
 from waypost.model import Role
 from waypost.store import Store
+from waypost.usecases import starting, tokens
 
 
 def test_a_token_names_its_grant_until_it_is_revoked(store: Store, clock: FakeClock) -> None:

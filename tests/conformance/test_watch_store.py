@@ -10,12 +10,12 @@ import msgspec
 import pytest
 
 from tests.helpers import FakeClock
-from waypost import artifacts, runs, starting
 from waypost.core.due import next_check_at
 from waypost.core.history import verify_run
 from waypost.errors import InvalidInput, NotFound
 from waypost.model import ArtifactRole, BlockerKind, Kind, State, Watcher
 from waypost.store import Store
+from waypost.usecases import artifacts, runs, starting
 
 # blobs record when they were stored by the wall clock, not the test's: this grace is past
 # any of them

@@ -17,7 +17,6 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import Cli, FakeClock
-from waypost import artifacts, runs, starting
 from waypost.core.history import prepare
 from waypost.durations import utcnow
 from waypost.errors import (
@@ -30,6 +29,7 @@ from waypost.errors import (
 from waypost.events import ArtifactRecorded
 from waypost.model import Artifact, ArtifactRole, Authority, Kind
 from waypost.store import Store, open_store
+from waypost.usecases import artifacts, runs, starting
 
 BODY = b"# Report\n\nThe change is done and tested.\n"
 Dump = tuple[list[tuple[str, int]], list[tuple[str, int, str]], list[tuple[str, int, str]]]

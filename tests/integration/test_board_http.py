@@ -17,8 +17,8 @@ import pytest
 import waypost
 from tests import pg
 from tests.board_support import Server, serving
-from waypost import tokens
 from waypost.store import open_store
+from waypost.usecases import tokens
 
 
 @dataclass

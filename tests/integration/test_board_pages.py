@@ -19,7 +19,7 @@ from waypost.http import board_views
 from waypost.http.board_render import render
 from waypost.model import BlockerKind, EvidenceKind, Verdict
 from waypost.store import Store, open_store
-from waypost.views import observe_run, observe_runs
+from waypost.usecases.views import observe_run, observe_runs
 
 HOSTILE = ('<script>alert(1)</script>"\'&<img src=x onerror=alert(2)>'
            "\u202edlrow\x1b]52;c;AAAA\x07 {{ 7*7 }} {% raw %}")

@@ -21,11 +21,11 @@ import waypost
 from tests import pg
 from tests.board_support import Message, read_messages, serving
 from tests.http_support import issue, serve_process
-from waypost import starting, tokens
 from waypost.errors import InvalidInput
 from waypost.http import stream
 from waypost.model import Packet
 from waypost.store import Store, open_store
+from waypost.usecases import starting, tokens
 
 READ_TIMEOUT = 20.0  # seconds a test waits for the stream to say something
 

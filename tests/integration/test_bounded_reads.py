@@ -23,13 +23,13 @@ from tests.bounded_support import (
     waypost,
 )
 from tests.delivery_support import new_secret
-from waypost import checks
 from waypost.config import Config
 from waypost.delivery.base import Outgoing
 from waypost.delivery.policy import Outcome
 from waypost.delivery.webhook import WebhookTarget
 from waypost.model import Delivery, DeliveryStatus, Purpose
 from waypost.store import open_store
+from waypost.usecases import checks
 
 
 @pytest.fixture

@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 
 from tests.helpers import Cli
-from waypost.checks import parse_check
 from waypost.errors import InvalidInput
 from waypost.store import open_store
-from waypost.substance import substance_problem
+from waypost.usecases.checks import parse_check
+from waypost.usecases.substance import substance_problem
 
 REAL_REPORT = "# Report\n\nThe flaky login test raced the session cache; it now waits for it.\n"
 

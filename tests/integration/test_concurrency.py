@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from waypost import runs, starting
 from waypost.core.history import verify_run
 from waypost.model import Kind
 from waypost.store import open_store
+from waypost.usecases import runs, starting
 
 SECONDS = float(os.environ.get("WAYPOST_STRESS_SECONDS", "10"))
 

@@ -20,7 +20,6 @@ from tests.delivery_support import (
     fast,
 )
 from tests.helpers import Cli, FakeClock
-from waypost import runs, starting
 from waypost.core import outbox
 from waypost.core.targets import FORMS, Places, file_destination
 from waypost.delivery import document
@@ -30,6 +29,7 @@ from waypost.delivery.relay import Relay
 from waypost.delivery.targets import FileTarget, resolve
 from waypost.model import BlockerKind, DeliveryStatus, Kind, Purpose, State
 from waypost.store import Store, open_store
+from waypost.usecases import runs, starting
 
 SECRETS_IN_PRIVATE = ("ACME-7731", "build-17.corp.internal", "bob@acme-corp.example")
 

@@ -33,7 +33,7 @@ from waypost.durations import utcnow
 from waypost.errors import StaleLease
 from waypost.model import Delivery, DeliveryStatus, State
 from waypost.store import Store, open_store
-from waypost.store.sqlite import SqliteStore
+from waypost.store.sqlite.store import SqliteStore
 
 ROOT = Path(__file__).resolve().parents[2]
 WAIT = 30.0  # seconds any wait for the other side may take before the test fails

@@ -32,8 +32,8 @@ from tests.fake_services import FAULTS, FakeGitHub, FakeSlack, FaultyApi
 from tests.fake_smtp import SmtpServer
 from tests.helpers import FakeClock
 from waypost.core import outbox
+from waypost.delivery.receiver import Message, Receiver
 from waypost.model import BlockerKind, DeliveryStatus, Purpose, State
-from waypost.receiver import Message, Receiver
 from waypost.store import Store, open_store
 
 LONG = os.environ.get("WAYPOST_CAMPAIGN") == "long"
@@ -47,7 +47,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 class HookReceiver(FaultyApi):
-    """A webhook receiver that dedupes with `waypost.receiver` (and fails on command)."""
+    """A webhook receiver that dedupes with `waypost.delivery.receiver` (and fails on command)."""
 
     def __init__(self, receiver: Receiver, **faults: Any) -> None:
         super().__init__("", **faults)

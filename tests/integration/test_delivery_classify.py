@@ -16,7 +16,6 @@ import pytest
 
 from tests.delivery_support import WebhookServer, approved_run, delivery_failed, fast, new_secret
 from tests.helpers import Cli, FakeClock
-from waypost import runs, starting
 from waypost.cli import main
 from waypost.core.targets import FORMS
 from waypost.delivery.relay import Relay
@@ -24,6 +23,7 @@ from waypost.durations import utcnow
 from waypost.errors import InvalidInput
 from waypost.model import BlockerKind, DeliveryStatus, Kind, State
 from waypost.store import Store, open_store
+from waypost.usecases import runs, starting
 
 BAD_TARGETS = [
     ("file:", "names no file"),

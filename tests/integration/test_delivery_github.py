@@ -21,7 +21,6 @@ from tests.delivery_support import (
 )
 from tests.fake_services import FakeGitHub
 from tests.helpers import FakeClock
-from waypost import runs, starting
 from waypost.delivery.relay import Relay
 from waypost.model import (
     DeliveryAssurance,
@@ -31,6 +30,7 @@ from waypost.model import (
     State,
 )
 from waypost.store import Store, open_store
+from waypost.usecases import runs, starting
 
 TOKEN = "ghp_test_token_for_the_fake"
 REPO = "octo/app"

@@ -20,7 +20,6 @@ from tests.delivery_support import (
 )
 from tests.fake_services import FakeSlack
 from tests.helpers import FakeClock
-from waypost import runs, starting
 from waypost.core import receipts
 from waypost.delivery.relay import Relay
 from waypost.model import (
@@ -34,6 +33,7 @@ from waypost.model import (
     Verdict,
 )
 from waypost.store import Store, open_store
+from waypost.usecases import runs, starting
 
 TOKEN = "xoxb-test-token"
 CHANNEL = "C0WAYPOST1"

@@ -29,11 +29,11 @@ from tests.delivery_support import (
 )
 from tests.helpers import Cli, FakeClock
 from waypost.core import outbox, receipts
+from waypost.delivery.receiver import Message, Receiver
 from waypost.delivery.relay import Relay
 from waypost.delivery.webhook import NO_SECRET
 from waypost.durations import utcnow
 from waypost.model import DeliveryAssurance, DeliveryStatus, State
-from waypost.receiver import Message, Receiver
 from waypost.store import Store, open_store
 
 

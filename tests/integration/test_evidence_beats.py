@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from waypost import Kind, Run, StaleLease, start
-from waypost.beats import FASTEST, WITHOUT_RULES, beat_every
 from waypost.model import StopRules
 from waypost.store import Store, open_store
 from waypost.system.process import Tick, run_bounded
+from waypost.usecases.beats import FASTEST, WITHOUT_RULES, beat_every
 
 SLEEP = "import time; time.sleep(0.6)"
 

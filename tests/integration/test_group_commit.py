@@ -17,7 +17,6 @@ from pathlib import Path
 import pytest
 
 from tests.http_support import Api, serving_app
-from waypost import starting, tokens
 from waypost.config import load_config
 from waypost.core.history import make_event, verify_run
 from waypost.core.machine import apply
@@ -26,8 +25,9 @@ from waypost.errors import StaleLease, VersionConflict, WaypostError
 from waypost.events import Heartbeat
 from waypost.http.settings import ServerConfig
 from waypost.model import Authority
-from waypost.runs import Run
-from waypost.store.sqlite import SqliteStore
+from waypost.store.sqlite.store import SqliteStore
+from waypost.usecases import starting, tokens
+from waypost.usecases.runs import Run
 
 
 def _claimed(store: SqliteStore, count: int) -> list[Run]:
@@ -210,8 +210,8 @@ def test_a_group_that_cannot_commit_fails_every_write_in_it(tmp_path: Path) -> N
 
 KILLED_WRITER = textwrap.dedent("""
     import sys, threading
-    from waypost.runs import Run
-    from waypost.store.sqlite import SqliteStore
+    from waypost.usecases.runs import Run
+    from waypost.store.sqlite.store import SqliteStore
     store = SqliteStore(sys.argv[1])
     ids = sys.argv[2:]
     lock = threading.Lock()

@@ -124,9 +124,9 @@ def test_evidence_timeout_zero_is_refused_not_an_hour(cli: Cli, run: str,
 
 def test_the_library_refuses_what_the_flags_refuse(cli: Cli, run: str) -> None:
     from waypost.errors import InvalidInput
-    from waypost.runs import Run
-    from waypost.starting import start
     from waypost.store import open_store
+    from waypost.usecases.runs import Run
+    from waypost.usecases.starting import start
 
     with open_store(str(cli.store)) as store:
         with pytest.raises(InvalidInput, match="max_silence"):

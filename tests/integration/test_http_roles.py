@@ -15,9 +15,9 @@ import pytest
 import waypost
 from tests.helpers import dump_store
 from tests.http_support import Api, issue, serving
-from waypost import tokens
 from waypost.durations import utcnow
 from waypost.model import BlockerKind
+from waypost.usecases import tokens
 
 
 @dataclass(frozen=True)

@@ -22,9 +22,9 @@ from schemathesis.specs.openapi.checks import (
 )
 
 import waypost
-from waypost import tokens
 from waypost.http.app import create_app
 from waypost.http.settings import ServerConfig
+from waypost.usecases import tokens
 
 # The schema is read when the tests are collected (schemathesis' lazy `from_fixture` does
 # not run under pytest 9), so the store and the app are the module's.

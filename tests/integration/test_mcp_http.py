@@ -25,9 +25,9 @@ from mcp.types import TextResourceContents
 
 from tests.helpers import dump_store
 from tests.integration.test_mcp import PASSING, TOOLS, call, drive, refused
-from waypost import starting, tokens
 from waypost.model import Gate
 from waypost.store import open_store
+from waypost.usecases import starting, tokens
 
 STARTED = "waypost mcp: serving "
 

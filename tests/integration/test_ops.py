@@ -15,9 +15,9 @@ import pytest
 from tests import pg
 from tests.helpers import Cli
 from waypost.cli import main
-from waypost.store.postgres_setup import latest_version, migrate, parse_url, skew_diagnosis
+from waypost.store.postgres.setup import latest_version, migrate, parse_url, skew_diagnosis
 from waypost.store.records import Status
-from waypost.store.sqlite_setup import SCHEMA_VERSION
+from waypost.store.sqlite.setup import SCHEMA_VERSION
 
 
 def _waypost(*args: str) -> tuple[int, str, str]:

@@ -18,7 +18,6 @@ import pytest
 
 from tests import pg
 from tests.helpers import FakeClock
-from waypost import runs, starting
 from waypost.cli import main
 from waypost.core.history import make_event
 from waypost.core.machine import apply
@@ -26,8 +25,9 @@ from waypost.errors import InvalidInput, StoreError, VersionConflict
 from waypost.events import Heartbeat
 from waypost.model import BlockerKind, Kind, OutboxItem, Purpose, State
 from waypost.store import open_store
-from waypost.store.postgres import PostgresStore
-from waypost.store.postgres_setup import latest_version, parse_url
+from waypost.store.postgres.setup import latest_version, parse_url
+from waypost.store.postgres.store import PostgresStore
+from waypost.usecases import runs, starting
 
 UNREACHABLE = "postgresql://postgres@127.0.0.1:1/test"
 

@@ -11,13 +11,13 @@ import psycopg
 import pytest
 
 from tests.helpers import FakeClock
-from waypost import runs, starting
 from waypost.errors import IntegrityError, Refused, StoreBusy
 from waypost.model import Kind
 from waypost.store import open_postgres
-from waypost.store.postgres import PostgresStore
-from waypost.store.postgres_setup import latest_version, parse_url
+from waypost.store.postgres.setup import latest_version, parse_url
+from waypost.store.postgres.store import PostgresStore
 from waypost.store.shared import Skipped
+from waypost.usecases import runs, starting
 
 
 @pytest.fixture

@@ -17,11 +17,11 @@ import pytest
 
 from tests.delivery_support import Request, WebhookServer, approved_run, new_secret
 from tests.helpers import FakeClock, Spawn, waypost_processes
-from waypost import runs, starting
 from waypost.core import outbox
 from waypost.durations import utcnow
 from waypost.model import BlockerKind, Kind, State
 from waypost.store import Store, open_store
+from waypost.usecases import runs, starting
 
 INTERVAL = 1.0  # each watcher's --interval; its lease is three of them
 

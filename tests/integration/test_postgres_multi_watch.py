@@ -13,11 +13,11 @@ import msgspec
 import pytest
 
 from tests.helpers import FakeClock
-from waypost import runs, starting
 from waypost.core.observed import observe
 from waypost.model import Kind, State, Watcher, WatcherRole
 from waypost.store import Store, open_store
-from waypost.watchdog import Watch
+from waypost.usecases import runs, starting
+from waypost.usecases.watchdog import Watch
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ import psycopg
 import pytest
 
 from tests import pg
-from waypost.store.postgres_setup import latest_version, migrate, migrations, parse_url
+from waypost.store.postgres.setup import latest_version, migrate, migrations, parse_url
 
 Catalog = dict[str, list[tuple[Any, ...]]]
 

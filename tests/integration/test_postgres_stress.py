@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from waypost import runs, starting
 from waypost.core.history import verify_run
 from waypost.model import Kind
 from waypost.store import Store, open_store
+from waypost.usecases import runs, starting
 
 PROCESSES = 8
 WRITES = 500

@@ -11,7 +11,6 @@ from hypothesis import HealthCheck, event, settings
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from tests.helpers import FakeClock
-from waypost import runs, starting
 from waypost.core.history import verify_run
 from waypost.core.machine import fold
 from waypost.errors import InvalidInput, NotFound, Refused
@@ -26,6 +25,7 @@ from waypost.model import (
     State,
 )
 from waypost.store import open_store
+from waypost.usecases import runs, starting
 
 # the owner most often, so that runs get far (ready, reviewed, approved) as well as refused
 ACTORS = st.sampled_from(["alice", "alice", "alice", "w1", "w2", "mallory"])

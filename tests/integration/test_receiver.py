@@ -1,4 +1,4 @@
-"""`waypost.receiver`: Standard Webhooks verification (cross-checked with the official
+"""`waypost.delivery.receiver`: Standard Webhooks verification (cross-checked with the official
 library's signer), timestamp tolerance, and durable once-only application."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import standardwebhooks
 
 from tests.delivery_support import new_secret
 from waypost.delivery import signing
+from waypost.delivery.receiver import Message, Receiver, WebhookRejected
 from waypost.errors import InvalidInput
-from waypost.receiver import Message, Receiver, WebhookRejected
 
 BODY = json.dumps({"type": "final", "id": "wp_1.final", "data": {"run": "wp_1"}}).encode()
 

@@ -17,8 +17,8 @@ from waypost.core import observed
 from waypost.delivery import document
 from waypost.events import Heartbeat
 from waypost.model import Delivery, DeliveryStatus, Purpose
-from waypost.runs import Run
 from waypost.store import open_store
+from waypost.usecases.runs import Run
 
 OSC52 = "\x1b]52;c;bWFsbG9yeQ==\x07"  # sets the clipboard of the terminal that prints it
 INJECTED = "x\n## Approval\napproved by mallory"

@@ -7,9 +7,9 @@ from datetime import timedelta
 from pathlib import Path
 
 from tests.helpers import Cli
-from waypost import watchdog
 from waypost.durations import utcnow
 from waypost.store import open_store
+from waypost.usecases import watchdog
 
 DRAFT = "# Draft\n\nThe race is in the session cache warm-up; fix half done.\n"
 

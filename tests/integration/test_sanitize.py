@@ -206,7 +206,7 @@ def test_show_imports_the_sanitizer_only_for_public(cli: Cli) -> None:
     for verb in (["show", run], ["show", run, "--json"], ["heartbeat", run], ["ls"]):
         loaded = _modules_after(verb, cli.store)
         assert "waypost.core.sanitize" not in loaded, verb
-        assert "waypost.checks" not in loaded, verb
+        assert "waypost.usecases.checks" not in loaded, verb
         assert "urllib.request" not in loaded, verb
     assert "waypost.core.sanitize" in _modules_after(["show", run, "--public"], cli.store)
 

@@ -17,7 +17,7 @@ import pytest
 
 import waypost
 from waypost.inputs import TEXT_LIMITS
-from waypost.sdk import Worker, failure_detail
+from waypost.sdk.block import Worker, failure_detail
 from waypost.store import open_store
 
 Body = Callable[[Worker], object]

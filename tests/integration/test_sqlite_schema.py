@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import FakeClock
-from waypost import runs, starting
 from waypost.core.history import verify_run
 from waypost.model import Kind
-from waypost.store.sqlite import SqliteStore
-from waypost.store.sqlite_setup import SCHEMA_VERSION, migrations, run_script
+from waypost.store.sqlite.setup import SCHEMA_VERSION, migrations, run_script
+from waypost.store.sqlite.store import SqliteStore
+from waypost.usecases import runs, starting
 
 COPIED = ("runs", "events", "outbox", "relays", "watchers", "blobs")
 

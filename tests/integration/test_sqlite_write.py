@@ -17,17 +17,17 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from tests.helpers import FakeClock
-from waypost import runs, starting
 from waypost.core.due import lease_until
 from waypost.core.history import prepare, verify_run
 from waypost.core.writes import RunWrite, Snapshot
 from waypost.errors import VersionConflict
 from waypost.events import AnyEventData, BlockerOpened, BlockerResolved, Heartbeat
 from waypost.model import BlockerKind, Kind
-from waypost.store import sqlite_write
 from waypost.store.base import check_moves
-from waypost.store.sqlite import SqliteStore
-from waypost.store.sqlite_setup import begin_immediate
+from waypost.store.sqlite import write as sqlite_write
+from waypost.store.sqlite.setup import begin_immediate
+from waypost.store.sqlite.store import SqliteStore
+from waypost.usecases import runs, starting
 
 Row = tuple[object, ...]
 

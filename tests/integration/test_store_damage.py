@@ -17,15 +17,15 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import Cli, FakeClock
-from waypost import runs, starting
 from waypost.core.history import verify_run
 from waypost.errors import StoreBusy, StoreError
 from waypost.model import Kind
 from waypost.store import open_store
 from waypost.store.shared import Skipped
-from waypost.store.sqlite import SqliteStore
-from waypost.store.sqlite_setup import SCHEMA_VERSION
-from waypost.watchdog import sweep
+from waypost.store.sqlite.setup import SCHEMA_VERSION
+from waypost.store.sqlite.store import SqliteStore
+from waypost.usecases import runs, starting
+from waypost.usecases.watchdog import sweep
 
 
 def _started(cli: Cli, count: int = 3) -> list[str]:

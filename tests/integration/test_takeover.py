@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import FakeClock
-from waypost import runs, starting
 from waypost.errors import NotAuthorized
 from waypost.model import Authority, BlockerKind, Kind
 from waypost.store import Store, open_store
+from waypost.usecases import runs, starting
 
 
 @pytest.fixture

@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import Cli, FakeClock
-from waypost import runs, starting, watchdog
 from waypost.core.due import liveness
 from waypost.core.history import make_event
 from waypost.core.machine import apply
@@ -30,6 +29,7 @@ from waypost.model import (
     Verdict,
 )
 from waypost.store import Store, open_store
+from waypost.usecases import runs, starting, watchdog
 
 NOTIFY = "file:notices.jsonl"
 

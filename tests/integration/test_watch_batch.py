@@ -16,7 +16,6 @@ from typing import Any
 import pytest
 
 from tests.helpers import FakeClock
-from waypost import runs, starting, watchdog
 from waypost.core import watching
 from waypost.core.history import prepare, verify_run
 from waypost.core.writes import Deferral, RunWrite
@@ -24,7 +23,8 @@ from waypost.errors import StoreError
 from waypost.events import AnyEventData, BlockerOpened
 from waypost.model import BlockerKind, EvidenceKind, Kind, Packet, Verdict
 from waypost.store import Store, open_store
-from waypost.store.sqlite import SqliteStore
+from waypost.store.sqlite.store import SqliteStore
+from waypost.usecases import runs, starting, watchdog
 
 
 def _start(store: Store, clock: FakeClock, **rules: object) -> runs.Run:

@@ -18,8 +18,8 @@ import pytest
 from tests.helpers import Cli, FakeClock, Spawn, waypost_processes
 from waypost.core.observed import UNWATCHED, observe
 from waypost.model import Kind, Packet, State, Watcher
-from waypost.starting import start
 from waypost.store import open_store
+from waypost.usecases.starting import start
 
 
 def _packet(clock: FakeClock, tmp_path: Path, *, kind: Kind = Kind.LONG_RUNNING) -> Packet:

@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import FakeClock
-from waypost import starting, watchdog
 from waypost.core.writes import Due
 from waypost.durations import new_run_id
 from waypost.model import Kind, State
 from waypost.store import open_store
-from waypost.store.sqlite_watch import due_sql
+from waypost.store.sqlite.watch import due_sql
+from waypost.usecases import starting, watchdog
 
 STORED = 200_000
 DUE = 1_000

@@ -11,7 +11,6 @@ import pytest
 from a2a.types import Role, Task, TaskState
 from google.protobuf.json_format import MessageToDict, ParseDict
 
-from waypost import a2a
 from waypost.model import (
     Approval,
     Artifact,
@@ -30,6 +29,7 @@ from waypost.model import (
     State,
     Verdict,
 )
+from waypost.usecases import a2a
 
 AT = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 

@@ -49,8 +49,8 @@ from waypost.model import (
     StopRules,
     Verdict,
 )
-from waypost.starting import classify
-from waypost.substance import substance_problem
+from waypost.usecases.starting import classify
+from waypost.usecases.substance import substance_problem
 
 AT = datetime(2026, 1, 1, tzinfo=UTC)
 RUN = "wp_guarantee"

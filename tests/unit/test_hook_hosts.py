@@ -12,9 +12,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.unit.test_a2a import RESULT, packet
-from waypost import hook_hosts, hook_settings, hooks
 from waypost.config import load_config
 from waypost.errors import InvalidInput
+from waypost.hooks import decide as hooks
+from waypost.hooks import hosts as hook_hosts
+from waypost.hooks import settings as hook_settings
 from waypost.model import State
 
 LIMIT = 1 << 20

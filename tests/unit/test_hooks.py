@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.unit.test_a2a import RESULT, blocker, packet
-from waypost import hooks
+from waypost.hooks import decide as hooks
 from waypost.model import BlockerKind, Gate, State
 
 

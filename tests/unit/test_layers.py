@@ -1,32 +1,47 @@
-"""The layers you can see in the folder names, held by a walk over every import in src/.
+"""The rooms you can see in the folder names, held by a walk over every import in src/.
 
-    vocabulary  errors durations model events config inputs display   (leaves)
-    core        waypost.core.*                          pure rules: no I/O, no backend
-    system      waypost.system.*                        bounded commands, file reads, HTTP
-    store       waypost.store.*                         the Store ABC and one module per backend
-    delivery    waypost.delivery.*                      relay and targets
-    use cases   waypost.runs, views, evidence, …        what every adapter calls
+    vocabulary  errors durations model events config inputs display   (the only top modules)
+    core        waypost.core.*      pure rules: no I/O, no backend
+    system      waypost.system.*    bounded commands, file reads, HTTP
+    store       waypost.store.*     the Store contract, store/sqlite/, store/postgres/
+    delivery    waypost.delivery.*  the relay, its targets, the receiver
+    use cases   waypost.usecases.*  what every door calls
+    hooks       waypost.hooks.*     agent-host hooks: the decision, hosts' JSON, the answer
+    sdk         waypost.sdk.*       `with waypost.run(...)`
     adapters    waypost.cli.*, waypost.http.*, waypost.mcp.* (and `python -m waypost`)
+    public      `waypost` itself and the thin aliases of documented paths
 
-Each layer imports only its own and the layers below it; adapters never import each other
-(except to start a server); nothing imports in a cycle. Every import counts: at the top of a
-module, inside a function (a lazy import is for start-up cost, never to hide a cycle) and
-under TYPE_CHECKING.
+A module's room is decided by its name's prefix alone: a module at the top of the package
+that is neither vocabulary nor a public alias has no room, and the test names it. Each
+room imports only its own and the rooms below it; adapters never import each other
+(except to start a server); nothing in src imports the public surface; nothing imports in
+a cycle. Every import counts: at the top of a module, inside a function (a lazy import is
+for start-up cost, never to hide a cycle) and under TYPE_CHECKING.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import pytest
 
 SRC = Path(__file__).resolve().parents[2] / "src"
-VOCABULARY = {"waypost.errors", "waypost.durations", "waypost.model", "waypost.events",
-              "waypost.config", "waypost.inputs", "waypost.display"}
-ADAPTERS = ("waypost.cli", "waypost.http", "waypost.mcp", "waypost.__main__")
-LAYERS = ("vocabulary", "core", "system", "store", "delivery", "use cases", "adapters")
+ROOT = SRC.parent
+VOCABULARY = ("waypost.errors", "waypost.durations", "waypost.model", "waypost.events",
+              "waypost.config", "waypost.inputs", "waypost.display")
+# the public surface: the package itself and thin re-exports of documented paths
+PUBLIC = ("waypost", "waypost.receiver", "waypost.watchdog")
+ROOMS = (("vocabulary", VOCABULARY), ("core", ("waypost.core",)),
+         ("system", ("waypost.system",)), ("store", ("waypost.store",)),
+         ("delivery", ("waypost.delivery",)), ("use cases", ("waypost.usecases",)),
+         ("hooks", ("waypost.hooks",)), ("sdk", ("waypost.sdk",)),
+         ("adapters", ("waypost.cli", "waypost.http", "waypost.mcp", "waypost.__main__")))
+LAYERS = (*(name for name, _ in ROOMS), "public")
+ADAPTERS = dict(ROOMS)["adapters"]
+MAX_LINES = 450
 # (importer, adapter package) pairs that start another adapter's server, e.g. `waypost serve`
 SERVER_STARTS: frozenset[tuple[str, str]] = frozenset({("waypost.cli.mcp", "waypost.mcp"),
                                                       ("waypost.cli.serve", "waypost.http")})
@@ -37,20 +52,20 @@ IO_MODULES = {"os", "io", "sqlite3", "subprocess", "socket", "pathlib", "shutil"
 Edge = tuple[str, str, int]  # importer, imported waypost module, line
 
 
+def _under(module: str, prefix: str) -> bool:
+    return module == prefix or module.startswith(prefix + ".")
+
+
 def layer(module: str) -> str:
-    if module in VOCABULARY:
-        return "vocabulary"
-    for prefix, name in (("waypost.core", "core"), ("waypost.system", "system"),
-                         ("waypost.store", "store"), ("waypost.delivery", "delivery")):
-        if module == prefix or module.startswith(prefix + "."):
-            return name
-    if adapter_of(module) is not None:
-        return "adapters"
-    return "use cases"
+    """The module's room, by its name's prefix alone; "unfiled" when it has none."""
+    if module in PUBLIC:
+        return "public"
+    return next((name for name, prefixes in ROOMS
+                 if any(_under(module, p) for p in prefixes)), "unfiled")
 
 
 def adapter_of(module: str) -> str | None:
-    return next((a for a in ADAPTERS if module == a or module.startswith(a + ".")), None)
+    return next((a for a in ADAPTERS if _under(module, a)), None)
 
 
 def modules() -> dict[str, Path]:
@@ -106,6 +121,8 @@ def wrong_way(all_edges: Iterable[Edge]) -> list[str]:
     problems = []
     for importer, target, line in all_edges:
         mine, theirs = layer(importer), layer(target)
+        if "unfiled" in (mine, theirs):
+            continue  # named by test_every_module_has_a_room
         if LAYERS.index(theirs) > LAYERS.index(mine):
             problems.append(f"{importer} ({mine}) imports {target} ({theirs}), line {line}")
         own, other = adapter_of(importer), adapter_of(target)
@@ -156,8 +173,65 @@ def test_the_walk_sees_every_layer() -> None:
     seen = {layer(m) for m in modules()}
     assert seen == set(LAYERS)
     all_edges = edges()
-    assert ("waypost.runs", "waypost.core.history") in {(a, b) for a, b, _ in all_edges}
+    assert ("waypost.usecases.runs", "waypost.core.history") in {(a, b) for a, b, _ in all_edges}
     assert ("waypost.cli", "waypost.core.history") in {(a, b) for a, b, _ in all_edges}
+
+
+def test_every_module_has_a_room() -> None:
+    """A module at the top of the package is vocabulary or a public alias; all else lives
+    in a room named by its folder."""
+    assert [m for m in modules() if layer(m) == "unfiled"] == []
+
+
+@pytest.mark.parametrize(("module", "room"), [
+    ("waypost.runs", "unfiled"), ("waypost.hook_hosts", "unfiled"),
+    ("waypost.usecases.runs", "use cases"), ("waypost.model.packet", "vocabulary"),
+    ("waypost.receiver", "public"), ("waypost.store.sqlite.write", "store"),
+    ("waypost.hooks.answer", "hooks"), ("waypost.sdk.block", "sdk"),
+    ("waypost.modelling", "unfiled"), ("waypost.__main__", "adapters"),
+])
+def test_a_module_s_room_is_its_prefix(module: str, room: str) -> None:
+    assert layer(module) == room
+
+
+def test_the_public_aliases_are_thin() -> None:
+    """An alias only re-exports: no definition of its own, one room below it."""
+    for module in PUBLIC[1:]:
+        tree = ast.parse(modules()[module].read_text())
+        defined = [n for n in tree.body if isinstance(n, ast.FunctionDef | ast.ClassDef)]
+        assert defined == [], module
+        assert {layer(t) for a, t, _ in edges() if a == module} <= {"delivery", "use cases"}
+
+
+def test_every_package_map_names_its_modules() -> None:
+    """Each package's docstring lists every module in its folder (`name.py`)."""
+    missing = []
+    for init in sorted((SRC / "waypost").rglob("__init__.py")):
+        doc = ast.get_docstring(ast.parse(init.read_text())) or ""
+        for module in sorted(init.parent.glob("*.py")):
+            if module.name != "__init__.py" and not re.search(
+                    rf"(?<![\w.]){re.escape(module.name)}\b", doc):
+                missing.append(f"{init.relative_to(SRC)} does not name {module.name}")
+        missing += [f"{init.relative_to(SRC)} does not name {sub.name}/"
+                    for sub in sorted(init.parent.iterdir())
+                    if (sub / "__init__.py").exists() and f"{sub.name}/" not in doc]
+    assert missing == []
+
+
+def test_no_module_is_over_the_size_limit() -> None:
+    long = {m: n for m, p in modules().items()
+            if (n := len(p.read_text().splitlines())) > MAX_LINES}
+    assert long == {}
+
+
+def test_architecture_names_every_room_and_alias() -> None:
+    """ARCHITECTURE.md draws the rooms this test holds: every folder of the package and
+    every top-level module it allows are named there."""
+    text = (ROOT / "ARCHITECTURE.md").read_text()
+    folders = [p.name + "/" for p in sorted((SRC / "waypost").iterdir())
+               if (p / "__init__.py").exists()]
+    tops = [m.rpartition(".")[2] for m in (*VOCABULARY, *PUBLIC[1:])]
+    assert [n for n in folders + tops if n not in text] == []
 
 
 def test_imports_run_down_the_layers() -> None:
@@ -187,8 +261,12 @@ def test_the_core_does_no_io() -> None:
 @pytest.mark.parametrize(("edge", "expected"), [
     (("waypost.core.machine", "waypost.store.base", 7),
      "waypost.core.machine (core) imports waypost.store.base (store), line 7"),
-    (("waypost.delivery.relay", "waypost.runs", 3),
-     "waypost.delivery.relay (delivery) imports waypost.runs (use cases), line 3"),
+    (("waypost.delivery.relay", "waypost.usecases.runs", 3),
+     "waypost.delivery.relay (delivery) imports waypost.usecases.runs (use cases), line 3"),
+    (("waypost.usecases.runs", "waypost.hooks.decide", 5),
+     "waypost.usecases.runs (use cases) imports waypost.hooks.decide (hooks), line 5"),
+    (("waypost.cli.hot", "waypost.watchdog", 2),
+     "waypost.cli.hot (adapters) imports waypost.watchdog (public), line 2"),
     (("waypost.model", "waypost.core.due", 1),
      "waypost.model (vocabulary) imports waypost.core.due (core), line 1"),
     (("waypost.cli.hot", "waypost.mcp.server", 9),
@@ -199,9 +277,12 @@ def test_a_wrong_way_import_is_named(edge: Edge, expected: str) -> None:
 
 
 def test_an_import_cycle_is_named() -> None:
-    made = [("waypost.runs", "waypost.checks", 1), ("waypost.checks", "waypost.evidence", 2),
-            ("waypost.evidence", "waypost.runs", 3), ("waypost.runs", "waypost.model", 4)]
-    assert cycles(made) == [["waypost.checks", "waypost.evidence", "waypost.runs"]]
+    made = [("waypost.usecases.runs", "waypost.usecases.checks", 1),
+            ("waypost.usecases.checks", "waypost.usecases.evidence", 2),
+            ("waypost.usecases.evidence", "waypost.usecases.runs", 3),
+            ("waypost.usecases.runs", "waypost.model", 4)]
+    assert cycles(made) == [["waypost.usecases.checks", "waypost.usecases.evidence",
+                             "waypost.usecases.runs"]]
 
 
 def test_a_function_level_import_counts(tmp_path: Path) -> None:

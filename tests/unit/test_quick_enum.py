@@ -9,11 +9,11 @@ import pickle
 import msgspec
 import pytest
 
-from waypost import model
 from waypost.core import moves
-from waypost.model import QuickStrEnum, quick
+from waypost.model import QuickStrEnum, actors, base, delivery, packet, quick
 
-QUICK = sorted((value for module in (model, moves) for value in vars(module).values()
+QUICK = sorted((value for module in (packet, delivery, actors, moves)
+                for value in vars(module).values()
                 if isinstance(value, type) and issubclass(value, enum.StrEnum)
                 and value.__module__ == module.__name__), key=lambda e: e.__name__)
 
@@ -68,7 +68,7 @@ def test_a_quick_enum_keeps_its_members_in_its_class(made: type[enum.StrEnum]) -
 
 def test_quick_without_the_standard_library_shortcut_makes_the_same(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(model, "_simple_enum", None)
+    monkeypatch.setattr(base, "_simple_enum", None)
 
     @quick
     class Colour(QuickStrEnum):

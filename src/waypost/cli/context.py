@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     import click
 
     from waypost.config import Config
-    from waypost.runs import Run
+    from waypost.usecases.runs import Run
 
 F = TypeVar("F", bound=Callable[..., Any])
 _INVALID = object()
@@ -224,7 +224,7 @@ class Ctx:
         return load_config()
 
     def run(self, run_id: str, epoch: int | None = None) -> Run:
-        from waypost.runs import Run
+        from waypost.usecases.runs import Run
 
         if epoch is None and os.environ.get("WAYPOST_EPOCH"):
             epoch = int(os.environ["WAYPOST_EPOCH"])

@@ -2,7 +2,7 @@
 
     receiver PORT_FILE DB LOG   a webhook receiver on 127.0.0.1 (a free port, written to
                                 PORT_FILE) that verifies the Standard Webhooks signature with
-                                `waypost.receiver`, applies each webhook-id once and logs
+                                `waypost.delivery.receiver`, applies each webhook-id once and logs
                                 every request it got (JSON lines: headers, body, outcome)
     worker STORE RUN NOTES      worker-1: claims the run, drafts NOTES, records it and a
                                 test, then heartbeats every half second until it is killed
@@ -34,7 +34,7 @@ def with_options(args: list[str], *options: str) -> list[str]:
 
 
 def receiver(port_file: str, db: str, log: str) -> None:
-    from waypost.receiver import Receiver
+    from waypost.delivery.receiver import Receiver
 
     checker = Receiver(os.environ["WAYPOST_WEBHOOK_SECRET"], db)
     received = Path(db).parent

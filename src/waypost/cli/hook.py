@@ -1,6 +1,6 @@
 """`waypost hook EVENT --host HOST`: an agent host's hook, its JSON on stdin, the answer on
-stdout in the host's own format (`waypost.hook_hosts` reads and writes the shapes;
-`waypost.hooks` decides).
+stdout in the host's own format (`waypost.hooks.hosts` reads and writes the shapes;
+`waypost.hooks.decide` decides).
 
 Events: `stop` (Gemini CLI's `AfterAgent`) and `subagent-stop` refuse a stop while the run
 has no result packet; `session-start` gives the agent the handoff brief of the session's
@@ -22,13 +22,14 @@ import sys
 from collections.abc import Iterator
 from typing import Final
 
-from waypost import hook_hosts, hooks
 from waypost.cli.context import Ctx
 from waypost.errors import InvalidInput, NotFound, Refused, WaypostError
-from waypost.hook_hosts import HookCall
-from waypost.hooks import Context, StopDecision
+from waypost.hooks import decide as hooks
+from waypost.hooks import hosts as hook_hosts
+from waypost.hooks.cap import capped
+from waypost.hooks.decide import Context, StopDecision
+from waypost.hooks.hosts import HookCall
 from waypost.model import TERMINAL, Packet
-from waypost.stop_cap import capped
 
 RUN_ENV: Final = "WAYPOST_RUN"  # a run a parent started for this session (session-start)
 MAX_INPUT: Final = 1 << 20  # bytes of hook JSON read at most (a host sends a few hundred)
@@ -107,7 +108,7 @@ def _context(ctx: Ctx, call: HookCall, require: bool) -> Context:
         return hooks.no_run_context(call.session, require_run=require)
     if call.event == "session-start" and packet.state not in TERMINAL and packet.worker:
         from waypost.durations import utcnow
-        from waypost.handoff import brief, brief_text
+        from waypost.usecases.handoff import brief, brief_text
 
         return Context(text=brief_text(brief(packet, ctx.store.events(packet.id)), utcnow()))
     return Context(text=hooks.status_line(packet))

@@ -4,7 +4,7 @@ host's own settings file, and taken out again, every other setting and hook kept
 Each host reads its file in the project (`--scope project`) and in the home folder
 (`--scope user`): Claude Code `.claude/settings.json`, Codex `.codex/hooks.json`, Gemini CLI
 `.gemini/settings.json`, Cursor `.cursor/hooks.json`. The merge itself is pure
-(`waypost.hook_settings`); here the file is read bounded, decided, then replaced
+(`waypost.hooks.settings`); here the file is read bounded, decided, then replaced
 atomically. Codex runs hooks only with a feature flag in its `config.toml`: the lines to
 add are printed, not written (a TOML file is not rewritten by hand).
 """
@@ -18,9 +18,9 @@ from typing import Any
 
 import click
 
-from waypost import hook_settings
 from waypost.cli.context import Ctx, verb
 from waypost.errors import InvalidInput, NotFound
+from waypost.hooks import settings as hook_settings
 
 MAX_SETTINGS = 1 << 20  # bytes: a settings file is a few KiB
 

@@ -35,7 +35,7 @@ def block(ctx: Ctx, run_id: str, kind: str, detail: str, epoch: int | None) -> N
 
 def show(ctx: Ctx, run_id: str, as_md: bool, public: bool, as_a2a: bool) -> None:
     """The packet: state, liveness, watch, blockers, artifacts, evidence."""
-    from waypost.views import observe_runs  # here: heartbeat and block never read it
+    from waypost.usecases.views import observe_runs  # here: heartbeat and block never read it
 
     now = utcnow()
     packet = observe_runs(ctx.store, [ctx.store.get(run_id)], now)[0]
@@ -44,7 +44,7 @@ def show(ctx: Ctx, run_id: str, as_md: bool, public: bool, as_a2a: bool) -> None
 
         packet = public_packet(packet, deny=ctx.config.deny, allow=ctx.config.allow)
     if as_a2a:  # a JSON document whatever the output mode: the A2A Task is one
-        from waypost.a2a import task
+        from waypost.usecases.a2a import task
 
         echo(model.to_json(task(packet)).decode())
         return
@@ -66,7 +66,7 @@ def ls_(ctx: Ctx, states: Sequence[str], owner: str | None, show_all: bool, limi
     """The board: active runs, most recently updated first."""
     from waypost.cli import render
     from waypost.store.shared import Skipped
-    from waypost.views import observe_runs
+    from waypost.usecases.views import observe_runs
 
     wanted = parse_states(states) or (None if show_all else [s for s in State if s not in TERMINAL])
     now = utcnow()

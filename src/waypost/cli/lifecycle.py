@@ -8,14 +8,15 @@ from pathlib import Path
 
 import click
 
-from waypost import model, starting
+from waypost import model
 from waypost.cli.context import Ctx, duration, epoch_option, verb
 from waypost.display import one_line
 from waypost.durations import parse_deadline, utcnow
 from waypost.errors import IntegrityError, RuleViolation
 from waypost.model import to_json
 from waypost.store import STORE_DIR, STORE_FILE, find_default
-from waypost.views import observe_run
+from waypost.usecases import starting
+from waypost.usecases.views import observe_run
 
 
 @click.command()

@@ -104,7 +104,7 @@ def _open_as_found(ctx: Ctx, postgres: bool) -> tuple[Store, float]:
     PostgreSQL schema."""
     if postgres:  # load the driver first: "opened in" times the connection, not the import
         with contextlib.suppress(ImportError):
-            import waypost.store.postgres  # noqa: F401
+            import waypost.store.postgres.store  # noqa: F401
     began = time.perf_counter()
     if postgres and ctx.store_url:
         store: Store = open_postgres(ctx.store_url, migrate_schema=False)

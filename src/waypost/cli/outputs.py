@@ -48,7 +48,7 @@ def artifact_get(ctx: Ctx, run_id: str, name: str, output: str | None, force: bo
     Writes a new regular file (atomically); an existing file only with --force, and never
     through a symbolic link, a device or a FIFO (use -o - to stream the bytes).
     """
-    from waypost import artifacts
+    from waypost.usecases import artifacts
 
     # where it goes is decided before the bytes are read (a refusal costs no blob read)
     target = None if output == "-" else artifacts.destination(name, output, run_id=run_id,

@@ -16,7 +16,7 @@ from waypost.display import md_block, md_inline, one_line, printable
 from waypost.durations import format_duration
 from waypost.events import Event
 from waypost.model import TERMINAL, Evidence, Packet, Review, State
-from waypost.views import ago, event_gist, when
+from waypost.usecases.views import ago, event_gist, when
 
 LABEL = 10  # the width of the terminal view's labels
 LOG_GIST = 80  # characters of an event's gist in `waypost log`

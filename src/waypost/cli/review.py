@@ -63,7 +63,7 @@ def approve(ctx: Ctx, run_id: str, waives: Sequence[str]) -> None:
     Refused unless every required gate passed in the latest review of this result, or
     the owner waived it with a reason.
     """
-    from waypost.review import parse_waivers
+    from waypost.usecases.review import parse_waivers
 
     packet = ctx.run(run_id).approve(parse_waivers(tuple(waives)))
     waived = "".join(f"\n  waived {w.gate}: {w.reason}" for w in
@@ -80,7 +80,7 @@ def approve(ctx: Ctx, run_id: str, waives: Sequence[str]) -> None:
 def scan(ctx: Ctx, paths: Sequence[str], deny: Sequence[str]) -> None:
     """Find private identifiers in files: secrets, emails, private IPs, home paths and the
     deny list. Exits 3 when anything is found; values are never printed in full."""
-    from waypost.scanning import scan_paths
+    from waypost.usecases.scanning import scan_paths
 
     config = ctx.config
     findings, scanned = scan_paths(paths, deny=[*config.deny, *deny], allow=config.allow)

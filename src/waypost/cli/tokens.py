@@ -7,11 +7,11 @@ from datetime import timedelta
 
 import click
 
-from waypost import tokens
 from waypost.cli.context import Ctx, verb
 from waypost.durations import parse_duration
 from waypost.errors import InvalidInput
 from waypost.model import Grant, Role
+from waypost.usecases import tokens
 
 
 @click.group("token")

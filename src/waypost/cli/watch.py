@@ -8,13 +8,13 @@ from datetime import timedelta
 
 import click
 
-from waypost import handoff, watchdog
 from waypost.cli.context import Ctx, duration, stopped_by_signals, verb
 from waypost.core.observed import interval_text
 from waypost.display import printable
 from waypost.durations import parse_duration, utcnow
 from waypost.errors import InvalidInput
 from waypost.model import TERMINAL, State, WatcherRole, parse_states
+from waypost.usecases import handoff, watchdog
 
 
 @click.command()

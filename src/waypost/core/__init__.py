@@ -11,4 +11,9 @@ an event and the moments passed in, so it is tested without a database.
     due.py        liveness and the moments the watchdog must act on
     watching.py   what a watchdog records, and when it looks again
     observed.py   the observed view: liveness, watch coverage, delivery, in words
+
+    access.py     what a bearer token's role lets its holder ask for
+    targets.py    what a target or notify URI may be
+    receipts.py   what a sent delivery's receipt says
+    sanitize.py   private identifiers found and redacted; sanitize_rules.py their patterns
 """

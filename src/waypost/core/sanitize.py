@@ -1,6 +1,6 @@
 """Private identifiers: finding them (`waypost scan`, the `no-private` check) and redacting
 them (`waypost show --public`, the delivered document). Pure rules over text and bytes;
-reading files is `waypost.scanning`'s.
+reading files is `waypost.usecases.scanning`'s.
 
 The secret patterns follow the well-known token formats (the same ones detect-secrets and
 gitleaks match: AWS key ids, GitHub/GitLab/Slack/Stripe/Google/PyPI/SendGrid tokens, PEM

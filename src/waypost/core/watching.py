@@ -1,5 +1,5 @@
 """What a watchdog must record on a run, and when it must look again: pure decisions over
-the due rules, which the sweeps in `waypost.watchdog` commit.
+the due rules, which the sweeps in `waypost.usecases.watchdog` commit.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Standard Webhooks signatures: `v1,<base64 HMAC-SHA256 of "{id}.{timestamp}.{body}">`
-with a `whsec_<base64>` secret. Used by the webhook target and by `waypost.receiver`."""
+with a `whsec_<base64>` secret. Used by the webhook target and by `waypost.delivery.receiver`."""
 
 from __future__ import annotations
 

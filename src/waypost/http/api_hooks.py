@@ -1,7 +1,7 @@
 """`POST /hooks/claude/{event}`: Claude Code's HTTP hooks, so a host on another machine
 uses the gate. The body is what the host would give `waypost hook` on stdin; the answer is
 its JSON (`{"decision": "block", "reason": …}` makes the agent go on; `{}` lets it stop).
-The decisions are `waypost.hooks`'s, the same as the command line's; one route serves every
+The decisions are `waypost.hooks.decide`'s, the same as the command line's; one route serves every
 event in `DECIDERS`, so a new event needs a decider, not a route.
 
 The token's holder must read the session's run; counting the refused stops and recording
@@ -17,16 +17,16 @@ from anyio import to_thread
 from litestar import Request, post
 from litestar.params import PathParameter, QueryParameter
 
-from waypost import hooks
 from waypost.core import access
 from waypost.core.access import Operation
 from waypost.errors import InvalidInput, NotAuthorized, NotFound
+from waypost.hooks import decide as hooks
+from waypost.hooks.cap import capped
 from waypost.http import shapes
 from waypost.http.api_files import read_at_most
 from waypost.http.deps import CallerDep, StoreDep
 from waypost.http.errors import ERRORS
 from waypost.model import Grant, Packet
-from waypost.stop_cap import capped
 from waypost.store.base import Store
 
 MAX_INPUT: Final = 1 << 20  # bytes of hook JSON taken at most (a host sends a few hundred)

@@ -1,5 +1,5 @@
 """Who is calling: the bearer token (the `Authorization` header, or the board's cookie)
-made a Grant by `waypost.tokens`. What the grant may do is `waypost.core.access`'s."""
+made a Grant by `waypost.usecases.tokens`. What the grant may do is `waypost.core.access`'s."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ def _bounded(secret: str) -> str:
 def caller(request: Request[Any, Any, Any], store: NamedDependency[Store]) -> Grant:
     """The grant of the token the request carries (401 without one, or with a token that is
     unknown, expired or revoked)."""
-    from waypost import tokens
+    from waypost.usecases import tokens
 
     secret = secret_of(request)
     if secret is None:

@@ -3,7 +3,7 @@ actions, the sign-in form, `/events` (the live feed, `waypost.http.stream`) and 
 board's own script and stylesheet (served here, nothing from a CDN).
 
 Pages are rendered on the server (`board_render`) from pure view models (`board_views`)
-over the observed view (`waypost.views`). What a visitor may do is the access rules'
+over the observed view (`waypost.usecases.views`). What a visitor may do is the access rules'
 (`core.access`, the same as the API's) and then the use cases' (`Run`): the board offers a
 button only where both would let it through, and decides again when it is pressed.
 """
@@ -26,8 +26,7 @@ from litestar.response import Redirect, ServerSentEvent
 from litestar.static_files import create_static_files_router
 from litestar.types import ControllerRouterHandler
 
-from waypost import errors, tokens
-from waypost.artifacts import fetch, safe_name
+from waypost import errors
 from waypost.core import access
 from waypost.core.access import Operation
 from waypost.durations import utcnow
@@ -39,7 +38,9 @@ from waypost.http.errors import status_of
 from waypost.http.settings import ServerConfig
 from waypost.model import Packet
 from waypost.store import Store
-from waypost.views import observe_run, observe_runs
+from waypost.usecases import tokens
+from waypost.usecases.artifacts import fetch, safe_name
+from waypost.usecases.views import observe_run, observe_runs
 
 LIST_LIMIT: Final = 1000  # runs on the board, the most recently changed first
 ACTIONS: Final = {"review": Operation.REVIEW, "approve": Operation.APPROVE,

@@ -20,12 +20,12 @@ from urllib.parse import urlsplit
 from litestar.connection import ASGIConnection
 from litestar.datastructures import Cookie
 
-from waypost import tokens
 from waypost.errors import NotAuthorized, Unauthenticated
 from waypost.http import auth
 from waypost.http.settings import ServerConfig
 from waypost.model import Grant
 from waypost.store import Store
+from waypost.usecases import tokens
 
 CSRF_FIELD: Final = "csrf"
 _CSRF_KEY: Final = b"waypost board csrf v1"

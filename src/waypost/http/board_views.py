@@ -4,7 +4,7 @@ Every string a run holds is someone's input. Each passes through `waypost.displa
 (`one_line` for a field that keeps to its line, `printable` for one that may span lines),
 and the templates escape it again for HTML (Jinja2 autoescape): a title can neither run a
 script nor reverse the text around it. Liveness, watch coverage and delivery come from the
-observed view (`waypost.core.observed`, filled in by `waypost.views`); which gates are
+observed view (`waypost.core.observed`, filled in by `waypost.usecases.views`); which gates are
 unmet from `waypost.core.gates`: nothing here decides a rule.
 """
 
@@ -20,7 +20,7 @@ from waypost.display import one_line, printable
 from waypost.durations import format_duration
 from waypost.events import Event
 from waypost.model import TERMINAL, Artifact, Packet, State
-from waypost.views import ago, event_gist, when
+from waypost.usecases.views import ago, event_gist, when
 
 STATE_ORDER = (State.IN_PROGRESS, State.BLOCKED, State.READY_FOR_REVIEW, State.APPROVED,
                State.DELIVERED, State.CANCELLED)

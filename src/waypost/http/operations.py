@@ -8,7 +8,6 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 
-from waypost import starting
 from waypost.core import access
 from waypost.core.access import Caller, Operation
 from waypost.durations import parse_deadline, parse_duration, utcnow
@@ -16,9 +15,10 @@ from waypost.errors import IntegrityError, InvalidInput, NotFound
 from waypost.http import shapes
 from waypost.http.settings import ServerConfig
 from waypost.model import Artifact, ArtifactRole, Packet
-from waypost.runs import Run
 from waypost.store.base import Store
-from waypost.views import observe_run, observe_runs
+from waypost.usecases import starting
+from waypost.usecases.runs import Run
+from waypost.usecases.views import observe_run, observe_runs
 
 MAX_PAGE = 500  # rows one page of runs or events holds at most
 
@@ -177,8 +177,8 @@ def add_artifact(store: Store, caller: Caller, run_id: str, *, name: str, role: 
     """Record bytes sent over HTTP, decided (name, rules, lease) before they are stored."""
     import msgspec
 
-    from waypost import artifacts
     from waypost.events import ArtifactRecorded
+    from waypost.usecases import artifacts
 
     run = handle(store, caller, run_id, Operation.ARTIFACT, epoch=epoch)
     record = artifacts.sent_record(name, role=role, at=utcnow(), by=caller.holder)
@@ -193,8 +193,8 @@ def add_artifact(store: Store, caller: Caller, run_id: str, *, name: str, role: 
 def precheck_artifact(store: Store, caller: Caller, run_id: str, *, name: str,
                       role: ArtifactRole, epoch: int | None) -> None:
     """Everything `add_artifact` decides, before a byte of the upload is read."""
-    from waypost import artifacts
     from waypost.events import ArtifactRecorded
+    from waypost.usecases import artifacts
 
     run = handle(store, caller, run_id, Operation.ARTIFACT, epoch=epoch)
     record = artifacts.sent_record(name, role=role, at=utcnow(), by=caller.holder)
@@ -288,7 +288,7 @@ def retarget(store: Store, caller: Caller, config: ServerConfig, run_id: str,
 
 
 def a2a_task(store: Store, caller: Caller, run_id: str) -> shapes.A2ATask:
-    from waypost import a2a
+    from waypost.usecases import a2a
 
     return a2a.task(show(store, caller, run_id))
 

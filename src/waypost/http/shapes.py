@@ -11,7 +11,6 @@ import msgspec
 
 from waypost.core.gates import GateVerdict
 from waypost.events import Event
-from waypost.handoff import Brief
 from waypost.model import (
     ArtifactRole,
     Authority,
@@ -22,6 +21,7 @@ from waypost.model import (
     State,
     Verdict,
 )
+from waypost.usecases.handoff import Brief
 
 # Ceilings the schema states; the library's own limits (`waypost.inputs`, which a store
 # may raise) still decide, so a body under a ceiling may be refused with a clear 422.
@@ -172,5 +172,5 @@ class Artifacted(msgspec.Struct, frozen=True, kw_only=True):
     version: int
 
 
-A2ATask = dict[str, Any]  # the A2A Task message (waypost.a2a.task)
+A2ATask = dict[str, Any]  # the A2A Task message (waypost.usecases.a2a.task)
 HookAnswer = dict[str, Any]  # the host's own answer format

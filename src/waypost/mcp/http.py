@@ -20,7 +20,7 @@ from waypost.errors import InvalidInput, Unauthenticated, WaypostError
 from waypost.mcp.server import GRANT_KEY, build
 from waypost.mcp.session import Session
 from waypost.system.sockets import listening_socket
-from waypost.tokens import MAX_SECRET, authenticate
+from waypost.usecases.tokens import MAX_SECRET, authenticate
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]

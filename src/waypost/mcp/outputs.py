@@ -1,5 +1,5 @@
 """The worker's durable outputs and proof: add_artifact, run_evidence, check_evidence,
-skip_evidence. Each calls the use case of the CLI verb of the same job (`waypost.runs`)."""
+skip_evidence. Each calls the use case of the CLI verb of the same job (`waypost.usecases.runs`)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import msgspec
 from mcp.types import CallToolResult
 from pydantic import Field
 
-from waypost import model, runs
+from waypost import model
 from waypost.core import access
 from waypost.errors import InvalidInput
 from waypost.mcp.answers import answer, as_json
@@ -28,6 +28,7 @@ from waypost.mcp.shapes import (
     SkippedKindName,
 )
 from waypost.model import Packet
+from waypost.usecases import runs
 
 
 def tools(session: Session) -> tuple[Callable[..., CallToolResult], ...]:

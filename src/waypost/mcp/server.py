@@ -86,7 +86,7 @@ def _resources(server: MCPServer, session: Session) -> None:
     from mcp.server.mcpserver.exceptions import ResourceError
 
     from waypost.durations import utcnow
-    from waypost.views import observe_run, observe_runs
+    from waypost.usecases.views import observe_run, observe_runs
 
     def refused(exc: WaypostError) -> ResourceError:
         return ResourceError(f"{exc.message} (next: {exc.hint})" if exc.hint else exc.message)
@@ -107,7 +107,7 @@ def _resources(server: MCPServer, session: Session) -> None:
                      description="The handoff brief of one run: where it is, what is open, "
                      "what to fetch, what to do next (read-only: takes nothing over).")
     def brief(run_id: str) -> str:
-        from waypost import handoff
+        from waypost.usecases import handoff
 
         try:
             with session.store() as store:

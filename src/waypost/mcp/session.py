@@ -23,8 +23,8 @@ from waypost.core import access
 from waypost.core.access import Operation
 from waypost.errors import Unauthenticated
 from waypost.model import Grant, Packet
-from waypost.runs import Run
 from waypost.store import Store, open_store
+from waypost.usecases.runs import Run
 
 DEFAULT_EVIDENCE_LIMIT = 20.0  # seconds: MCP hosts time a tool call out around 60 s
 

@@ -1,6 +1,6 @@
 """The worker's tools: start or find a run, say where it is, keep it current, submit the
 result, take a silent run over (its durable outputs and proof: `waypost.mcp.outputs`).
-Each calls the same use case as the CLI verb of the same job (`waypost.runs`); the rules
+Each calls the same use case as the CLI verb of the same job (`waypost.usecases.runs`); the rules
 are theirs alone."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from mcp.server import MCPServer
 from mcp.types import CallToolResult
 from pydantic import Field
 
-from waypost import model, starting
+from waypost import model
 from waypost.core import access
 from waypost.core.access import Operation
 from waypost.core.targets import FORMS
@@ -32,6 +32,7 @@ from waypost.mcp.shapes import (
     Unblocked,
 )
 from waypost.model import TERMINAL, Packet, State
+from waypost.usecases import starting
 
 Duration = Annotated[str | None, Field(max_length=32, description="A duration: 90s, 30m, "
                                        "4h, 2d (a bare number is seconds).")]
@@ -57,7 +58,7 @@ def remote_uris(session: Session, *, target: str | None, notify: str | None,
 
 def observed(store: Any, packet: Packet) -> dict[str, Any]:
     from waypost.mcp.answers import as_json
-    from waypost.views import observe_run
+    from waypost.usecases.views import observe_run
 
     return as_json(observe_run(store, packet))
 
@@ -144,7 +145,7 @@ def _status(session: Session) -> Any:
 
         def work() -> dict[str, Any]:
             from waypost.mcp.answers import as_json
-            from waypost.views import observe_runs
+            from waypost.usecases.views import observe_runs
 
             with session.store() as store:
                 if run is not None:
@@ -276,8 +277,8 @@ def _resume(session: Session) -> Any:
         continues someone's work. Next: follow the brief's next steps."""
 
         def work() -> dict[str, Any]:
-            from waypost import handoff
             from waypost.mcp.answers import as_json
+            from waypost.usecases import handoff
 
             with session.store() as store:
                 handle = session.run(store, run)

@@ -1,6 +1,13 @@
 """Opening a store from a URL: `sqlite:///rel.db`, `sqlite:////abs.db`, a plain path, or
 `postgresql://…`. With no URL, `WAYPOST_URL`, then `.waypost/waypost.db` found by walking
-up from the current directory (like `.git`)."""
+up from the current directory (like `.git`).
+
+    base.py     the contract: the domain operations every backend implements
+    records.py  what a store hands back besides packets (schema, doctor, prune, sweeper lock)
+    shared.py   what both backends share: limits, versions, the sweep's overlap
+    sqlite/     the embedded backend (the default)
+    postgres/   the backend many hosts share
+"""
 
 from __future__ import annotations
 
@@ -13,7 +20,7 @@ from waypost.errors import InvalidInput, NotFound
 from waypost.store.base import Store
 
 if TYPE_CHECKING:
-    from waypost.store.postgres import PostgresStore
+    from waypost.store.postgres.store import PostgresStore
 
 STORE_DIR = ".waypost"
 STORE_FILE = "waypost.db"
@@ -44,7 +51,7 @@ def open_store(url: str | None = None, *, create: bool = True,
         url = found
     if url.startswith(POSTGRES_SCHEMES):
         return open_postgres(url)
-    from waypost.store.sqlite import SqliteStore
+    from waypost.store.sqlite.store import SqliteStore
 
     return SqliteStore(sqlite_path(url), create=create, group_commit=group_commit)
 
@@ -67,7 +74,7 @@ def open_postgres(url: str, *, migrate_schema: bool = True) -> PostgresStore:
     """Open a postgresql:// store; without `migrate_schema`, as found (`waypost doctor`)."""
     # Imported here so that SQLite users never load (or need) psycopg.
     try:
-        from waypost.store.postgres import PostgresStore
+        from waypost.store.postgres.store import PostgresStore
     except ImportError as exc:
         if exc.name not in ("psycopg", "psycopg_pool"):
             raise

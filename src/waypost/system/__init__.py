@@ -1,4 +1,10 @@
 """Bounded access to the operating system: commands run under one deadline for their whole
 process group, files read only when regular and within a size, HTTP under one overall
 deadline. Below the use cases and delivery (both run commands and make requests), above the
-pure core."""
+pure core.
+
+    process.py  a command under one deadline for its whole process group
+    files.py    a regular file read within a size
+    web.py      HTTP under one overall deadline
+    sockets.py  the listening socket of waypost's servers
+"""

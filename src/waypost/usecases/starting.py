@@ -16,8 +16,8 @@ from waypost.durations import MAX_DURATION, Clock, new_run_id, parse_deadline, u
 from waypost.errors import InvalidInput
 from waypost.events import Started
 from waypost.model import Gate, Kind, StopRules, to_json
-from waypost.runs import Run, check_targets, checked_text
 from waypost.store.base import Store
+from waypost.usecases.runs import Run, check_targets, checked_text
 
 
 def classify(kind: Kind | None, expect: float | None, threshold: float) -> Kind:
@@ -106,7 +106,7 @@ def _check_start(store: Store, title: str, *, actor: str, owner: str | None,
 def with_default_gates(gates: Sequence[Gate], config: Config) -> tuple[Gate, ...]:
     """The project's `[gates]` first, then the run's own (which win on the same name);
     every check is parsed now, so a typo is refused before the run exists."""
-    from waypost.checks import parse_check  # here: the hot verbs never start a run
+    from waypost.usecases.checks import parse_check  # here: the hot verbs never start a run
 
     merged = {g.name: g for g in (parse_gate(f"{n}={c}") for n, c in config.gates)}
     merged.update((g.name, g) for g in gates)

@@ -4,7 +4,7 @@ a new session, or a new prompt, is told about its run.
 A host asks on every stop; the answer comes from the session's run alone: the packet in,
 a decision with a reason that names the exact next command out. The adapters (`waypost hook`
 on the command line, the HTTP endpoint) render it in each host's own format
-(`waypost.hook_hosts`), count the refusals and record the cap's blocker.
+(`waypost.hooks.hosts`), count the refusals and record the cap's blocker.
 """
 
 from __future__ import annotations

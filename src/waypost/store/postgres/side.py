@@ -1,6 +1,6 @@
 """The PostgreSQL store's operations whose SQL lives in modules of its own: the change
-feed and bearer tokens (`postgres_api`), the outbox's claims and the relays
-(`postgres_outbox`), the watchdog's registrations and deferred checks (`postgres_watch`).
+feed and bearer tokens (`api`), the outbox's claims and the relays
+(`outbox`), the watchdog's registrations and deferred checks (`watch`).
 `PostgresStore` is built on this."""
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ import psycopg
 
 from waypost.errors import NotFound
 from waypost.model import Delivery, Grant, Packet, RelayInfo, State, Watcher, json_decoder
-from waypost.store import postgres_api as api_sql
-from waypost.store import postgres_outbox as outbox_sql
-from waypost.store import postgres_watch as watch_sql
 from waypost.store.base import Store
+from waypost.store.postgres import api as api_sql
+from waypost.store.postgres import outbox as outbox_sql
+from waypost.store.postgres import watch as watch_sql
 from waypost.store.shared import Skipped, readable_packets, stop_turn_setting
 
 

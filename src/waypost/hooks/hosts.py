@@ -30,7 +30,7 @@ from typing import Final
 import msgspec
 
 from waypost.errors import InvalidInput
-from waypost.hooks import Context, StopDecision
+from waypost.hooks.decide import Context, StopDecision
 
 HOSTS: Final = ("claude", "codex", "gemini", "cursor")
 STOPS: Final = ("stop", "subagent-stop")  # the events whose answer may refuse

@@ -13,7 +13,13 @@ from datetime import datetime
 
 import msgspec
 
-from waypost.checks import (
+from waypost.config import Config
+from waypost.core.gates import HASHES_GATE, GateVerdict, next_review_id, unmet, verdicts
+from waypost.errors import InvalidInput
+from waypost.events import Reviewed
+from waypost.model import Assurance, Gate, Packet
+from waypost.store.base import Store
+from waypost.usecases.checks import (
     Check,
     CheckKind,
     Context,
@@ -22,13 +28,7 @@ from waypost.checks import (
     parse_check,
     run_check,
 )
-from waypost.config import Config
-from waypost.core.gates import HASHES_GATE, GateVerdict, next_review_id, unmet, verdicts
-from waypost.errors import InvalidInput
-from waypost.events import Reviewed
-from waypost.evidence import CheckResult, to_evidence
-from waypost.model import Assurance, Gate, Packet
-from waypost.store.base import Store
+from waypost.usecases.evidence import CheckResult, to_evidence
 
 
 class ReviewReport(msgspec.Struct, frozen=True, kw_only=True):

@@ -31,10 +31,10 @@ from waypost.errors import (
 )
 from waypost.events import Event
 from waypost.model import Delivery, Packet, State, to_json
-from waypost.store import postgres_outbox as outbox_sql
-from waypost.store import postgres_watch as watch_sql
-from waypost.store.postgres_live import AdvisoryLock, RunListener, driver_errors
-from waypost.store.postgres_setup import (
+from waypost.store.postgres import outbox as outbox_sql
+from waypost.store.postgres import watch as watch_sql
+from waypost.store.postgres.live import AdvisoryLock, RunListener, driver_errors
+from waypost.store.postgres.setup import (
     CONNECT_TIMEOUT,
     Database,
     latest_version,
@@ -44,7 +44,7 @@ from waypost.store.postgres_setup import (
     skew_diagnosis,
     writer_refusal,
 )
-from waypost.store.postgres_side import PostgresSide
+from waypost.store.postgres.side import PostgresSide
 from waypost.store.records import Diagnosis, SchemaState, Status
 from waypost.store.shared import (
     DueRow,

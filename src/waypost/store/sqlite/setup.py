@@ -45,7 +45,7 @@ MAX_INTEGRITY_ERRORS = 20  # what `doctor` lists of a damaged file
 def migrations() -> list[str]:
     from importlib import resources  # only when migrating: it costs every CLI call ~5 ms
 
-    folder = resources.files("waypost.store")
+    folder = resources.files("waypost.store.sqlite")
     return [folder.joinpath(name).read_text("utf-8") for name in MIGRATIONS]
 
 

@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING
 
 from waypost.config import Config
 from waypost.model import ArtifactRole, BlockerKind, Evidence, EvidenceKind, Gate, Kind, Packet
-from waypost.sdk import RunBlock, Worker, run
+from waypost.sdk.block import RunBlock, Worker, run
 from waypost.store import Store
 
 if TYPE_CHECKING:
-    from waypost.handoff import Brief
+    from waypost.usecases.handoff import Brief
 
 
 def arun(title: str, *, owner: str | None = None, target: str | None = None,

@@ -62,7 +62,7 @@ def commit_one(db: sqlite3.Connection, write: RunWrite) -> None:
     else:
         insert_events(db, events)
     if write.outbox:
-        from waypost.store import sqlite_outbox  # here: a heartbeat queues nothing
+        from waypost.store.sqlite import outbox as sqlite_outbox  # here: a heartbeat queues nothing
 
         sqlite_outbox.queue(db, write.outbox)
 
@@ -116,7 +116,7 @@ def write_runs(db: sqlite3.Connection, writes: Sequence[RunWrite],
     db.executemany(INSERT_EVENT, events)
     items = [item for w in writes for item in w.outbox]
     if items:
-        from waypost.store import sqlite_outbox  # here: a heartbeat queues nothing
+        from waypost.store.sqlite import outbox as sqlite_outbox  # here: a heartbeat queues nothing
 
         sqlite_outbox.queue(db, items)
 

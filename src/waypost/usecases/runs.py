@@ -1,6 +1,6 @@
 """Use cases: a `Run` handle that owns every verb that happens to a run once it is started
-(`waypost.starting`): the worker's (claim, heartbeat, block, artifacts, evidence and checks, ready,
-resume) and the owner's (review, approve, changes, transfer, cancel).
+(`waypost.usecases.starting`): the worker's (claim, heartbeat, block, artifacts, evidence
+and checks, ready, resume) and the owner's (review, approve, changes, transfer, cancel).
 
 Every write goes the same way: read the packet, build one event, `apply` it (the rules),
 and commit event + packet with the version guard. A version conflict re-reads and
@@ -54,9 +54,9 @@ from waypost.model import (
 from waypost.store.base import Store, retry_conflicts
 
 if TYPE_CHECKING:
-    from waypost.evidence import CheckResult
-    from waypost.handoff import Brief
-    from waypost.review import ReviewReport
+    from waypost.usecases.evidence import CheckResult
+    from waypost.usecases.handoff import Brief
+    from waypost.usecases.review import ReviewReport
 
 
 def checked_text(store: Store, value: str, field: str, *, required: bool = True) -> str:
@@ -221,7 +221,7 @@ class Run:
         its size and the run's rules (state, authority, lease epoch); only then are the bytes
         read (counted, whatever size the file reports) and stored. The rules do not look at
         the bytes, so they are checked on the record before its digest is known."""
-        from waypost import artifacts
+        from waypost.usecases import artifacts
 
         with artifacts.open_source(source, role=role, name=name, max_bytes=max_bytes,
                                    at=self.clock(), by=self.actor) as decided:
@@ -234,7 +234,7 @@ class Run:
 
     def artifact(self, name: str) -> tuple[Artifact, bytes]:
         """A stored artifact's record and bytes, checked against its sha256."""
-        from waypost import artifacts
+        from waypost.usecases import artifacts
 
         return artifacts.fetch(self.store, self.id, name)
 
@@ -258,7 +258,7 @@ class Run:
     def record_result(self, found: CheckResult, *, assurance: Assurance = Assurance.RECORDED,
                       gate: str | None = None) -> Packet:
         """Record what a command or check found as evidence (`recorded`: waypost ran it)."""
-        from waypost.evidence import to_evidence
+        from waypost.usecases.evidence import to_evidence
 
         return self.write(lambda p: EvidenceRecorded(evidence=to_evidence(
             found, id=next_evidence_id(p), assurance=assurance, at=self.clock(),
@@ -274,14 +274,14 @@ class Run:
         """Run the command and record what happened (exit code, time, output tail, log).
         Decided first: a run that would refuse the record runs nothing.
 
-        While it runs, the lease holder's heartbeat is sent for it (`waypost.beats`: every
+        While it runs, the lease holder's heartbeat is sent for it (`waypost.usecases.beats`: every
         `heartbeat_every` seconds, default from the stop rules), so a long test suite does
         not make the worker look silent. A refused beat (the lease was taken over) stops
         the beats but not the command: it finishes, and its record is then refused as any
         fenced write is (StaleLease), its output kept in the store as a blob."""
-        from waypost.beats import Beats, beat_every
-        from waypost.evidence import MAX_OUTPUT_BYTES, command_result
         from waypost.system.process import Tick
+        from waypost.usecases.beats import Beats, beat_every
+        from waypost.usecases.evidence import MAX_OUTPUT_BYTES, command_result
 
         if not argv:
             raise InvalidInput("no command to run", hint="waypost evidence run RUN -- CMD ARGS")
@@ -299,7 +299,7 @@ class Run:
     def check(self, spec: str, *, config: Config | None = None,
               cwd: str | None = None) -> Packet:
         """Run a built-in check (`KIND:ARG`) now and record what it found."""
-        from waypost import checks
+        from waypost.usecases import checks
 
         check = checks.parse_check(spec)
         packet = self.precheck(self._evidence_probe)  # a refused record runs no check
@@ -335,7 +335,7 @@ class Run:
         if public_summary is not None:
             checked_text(self.store, public_summary, "public_summary", required=False)
         if artifacts:
-            from waypost.substance import require_substantive
+            from waypost.usecases.substance import require_substantive
 
             require_substantive(self.store, self.packet, artifacts, config or Config())
         return self.write(lambda p: MarkedReady(summary=summary, public_summary=public_summary,
@@ -345,7 +345,7 @@ class Run:
         """Take over the lease as this handle's actor (epoch + 1, the old worker fenced),
         resolve the run's `worker_silent` blockers, and return the handoff brief; one
         transaction. The takeover rule is claim's (`check_may_take_lease`)."""
-        from waypost import handoff
+        from waypost.usecases import handoff
 
         def attempt() -> Packet:
             snap = self.store.load(self.id)
@@ -365,7 +365,7 @@ class Run:
                cwd: str | None = None) -> tuple[Packet, ReviewReport]:
         """Run every gate now, in this process's environment, and record the verdicts as
         `rechecked` evidence (owner, or a holder of the approve authority)."""
-        from waypost import review
+        from waypost.usecases import review
 
         packet = self.packet
         check_may_review(packet, self.actor)  # before any gate runs a command
@@ -403,7 +403,7 @@ class Run:
         queued again to the new target. Refused (Conflict) while a relay is sending it, and
         (RuleViolation) when an earlier attempt's outcome is unknown, unless
         `accept_duplicate`: the old target may already have the result."""
-        from waypost import retarget
+        from waypost.usecases import retarget
 
         if target is None and notify is None:
             raise InvalidInput("name a new target, or --notify URI, or both",

@@ -10,7 +10,6 @@ from datetime import datetime
 
 import msgspec
 
-from waypost.artifacts import fetch_command
 from waypost.core.due import lease_until
 from waypost.core.history import Step, prepare
 from waypost.core.machine import apply
@@ -20,6 +19,7 @@ from waypost.durations import format_duration
 from waypost.errors import IllegalTransition
 from waypost.events import BlockerResolved, Claimed, Event
 from waypost.model import TERMINAL, Blocker, BlockerKind, Evidence, Gate, Packet
+from waypost.usecases.artifacts import fetch_command
 
 HISTORY_LINES = 12  # the state history fits one screen
 

@@ -35,14 +35,14 @@ from waypost.store.shared import (
     stop_turn_setting,
 )
 from waypost.store.shared import busy_timeout as busy_timeout_setting
-from waypost.store.sqlite_setup import SCHEMA_VERSION, StoreFile, integrity_diagnosis
-from waypost.store.sqlite_side import SqliteSide
+from waypost.store.sqlite.setup import SCHEMA_VERSION, StoreFile, integrity_diagnosis
+from waypost.store.sqlite.side import SqliteSide
 
 if TYPE_CHECKING:  # made where they are used: a heartbeat makes none
     from waypost.events import Event
     from waypost.store.records import Diagnosis, SchemaState
-    from waypost.store.sqlite_outbox import Settle
-    from waypost.store.sqlite_write import GroupCommit
+    from waypost.store.sqlite.outbox import Settle
+    from waypost.store.sqlite.write import GroupCommit
 
 _packet_decoder = json_decoder(Packet)
 
@@ -86,7 +86,9 @@ class SqliteStore(SqliteSide):
 
     def create(self, event: Event, packet: Packet, *, fingerprint: str,
                session_id: str | None = None) -> tuple[Packet, bool]:
-        from waypost.store import sqlite_write  # here: reads never load the write path
+        from waypost.store.sqlite import (
+            write as sqlite_write,  # here: reads never load the write path
+        )
 
         key = packet.idempotency_key
         with self._writing(f"create run {packet.id}") as db:
@@ -153,7 +155,7 @@ class SqliteStore(SqliteSide):
     def group(self) -> GroupCommit[RunWrite, None]:
         """Where writes of this process's threads are committed together."""
         if self._group is None:
-            from waypost.store import sqlite_write
+            from waypost.store.sqlite import write as sqlite_write
 
             with self._file.held("set up group commit"):
                 if self._group is None:
@@ -265,7 +267,7 @@ class SqliteStore(SqliteSide):
         """Where a relay's threads record their attempts together (one fsync for all the
         settles waiting, each under its own lease, fence and version guard)."""
         if self._settles is None:
-            from waypost.store.sqlite_write import GroupCommit
+            from waypost.store.sqlite.write import GroupCommit
 
             with self._file.held("set up group commit"):
                 if self._settles is None:
@@ -276,7 +278,7 @@ class SqliteStore(SqliteSide):
     def retry_delivery(self, key: str, relay: str, *, error: str, retry_at: datetime,
                        outcome_unknown: bool = False, attempt: int | None = None
                        ) -> Delivery:
-        from waypost.store.sqlite_outbox import Settle
+        from waypost.store.sqlite.outbox import Settle
 
         return self.settles.commit(Settle(key, relay, retry_at, error=error,
                                           outcome_unknown=outcome_unknown, attempt=attempt,
@@ -286,7 +288,7 @@ class SqliteStore(SqliteSide):
                         receipt: str | None = None, error: str | None = None,
                         write: RunWrite | None = None, outcome_unknown: bool = False,
                         attempt: int | None = None) -> Delivery:
-        from waypost.store.sqlite_outbox import Settle
+        from waypost.store.sqlite.outbox import Settle
 
         return self.settles.commit(Settle(key, relay, at, receipt=receipt, error=error,
                                           write=write, outcome_unknown=outcome_unknown,
@@ -297,7 +299,7 @@ class SqliteStore(SqliteSide):
     def due_runs(self, *, now: datetime, owner: str | None = None,
                  after: tuple[datetime, str] | None = None, limit: int = 500,
                  skipped: list[Skipped] | None = None) -> list[Due]:
-        from waypost.store import sqlite_watch
+        from waypost.store.sqlite import watch as sqlite_watch
         def fetch(after: tuple[datetime, str] | None, limit: int) -> list[DueRow]:
             with self._reading("list due runs") as db:
                 return sqlite_watch.due_rows(db, now=now, owner=owner, after=after,
@@ -307,7 +309,8 @@ class SqliteStore(SqliteSide):
 
     def commit_writes(self, writes: Sequence[RunWrite | Deferral], *,
                       meanwhile: Callable[[], None] | None = None) -> list[bool]:
-        from waypost.store import sqlite_watch, sqlite_write
+        from waypost.store.sqlite import watch as sqlite_watch
+        from waypost.store.sqlite import write as sqlite_write
         if not writes:
             return []
         with Meanwhile(meanwhile) as aside, self._writing(f"commit {len(writes)} writes") as db:
@@ -324,12 +327,12 @@ class SqliteStore(SqliteSide):
         return applies
 
     def _prune_runs(self, before: datetime, states: list[str]) -> tuple[int, int, int]:
-        from waypost.store import sqlite_watch
+        from waypost.store.sqlite import watch as sqlite_watch
         with self._writing("prune runs") as db:
             return sqlite_watch.prune_batch(db, before, states)
 
     def _prune_blobs(self, blobs_before: datetime, watchers_before: datetime) -> tuple[int, int]:
-        from waypost.store import sqlite_watch
+        from waypost.store.sqlite import watch as sqlite_watch
         with self._writing("prune blobs") as db:
             found = sqlite_watch.prune_blobs(db, blobs_before)
             sqlite_watch.prune_watchers(db, watchers_before)
@@ -396,7 +399,8 @@ class SqliteStore(SqliteSide):
 def _settle(db: sqlite3.Connection, settle: Settle) -> Delivery:
     """Record one attempt inside the caller's transaction: a retry, or the row settled
     for good with the run's write (both refused, leaving nothing, by a lost lease)."""
-    from waypost.store import sqlite_outbox, sqlite_write
+    from waypost.store.sqlite import outbox as sqlite_outbox
+    from waypost.store.sqlite import write as sqlite_write
 
     if settle.retry_at is not None:
         return sqlite_outbox.retry(db, settle.key, settle.relay, error=settle.error or "",

@@ -29,10 +29,10 @@ import msgspec
 
 from waypost.config import Config
 from waypost.errors import InvalidInput, NotFound
-from waypost.evidence import CheckResult, command_summary, run_command, tail
 from waypost.model import EvidenceKind, Packet, Verdict
 from waypost.store.base import Store
-from waypost.substance import changed_on_disk, stored_bytes, substance_problem
+from waypost.usecases.evidence import CheckResult, command_summary, run_command, tail
+from waypost.usecases.substance import changed_on_disk, stored_bytes, substance_problem
 
 if TYPE_CHECKING:
     import httpx
@@ -177,7 +177,7 @@ def _grep_parts(check: Check) -> tuple[Pattern, str]:
 
 def _grep_sources(where: str, ctx: Context) -> Iterator[tuple[str, bytes]]:
     """An artifact of that name (its stored copy), else the file or directory on disk."""
-    from waypost.scanning import read_files
+    from waypost.usecases.scanning import read_files
 
     artifact = ctx.packet.artifact(where)
     if artifact is not None and artifact.stored:

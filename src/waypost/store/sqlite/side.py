@@ -1,6 +1,6 @@
 """The SQLite store's operations whose SQL lives in modules of its own: the change feed
-and bearer tokens (`sqlite_api`), the outbox's claims and the relays (`sqlite_outbox`),
-the watchdog's registrations and deferred checks (`sqlite_watch`). Each module is imported
+and bearer tokens (`api`), the outbox's claims and the relays (`outbox`),
+the watchdog's registrations and deferred checks (`watch`). Each module is imported
 where it is used, so a heartbeat loads none of them. `SqliteStore` is built on this."""
 
 from __future__ import annotations
@@ -63,26 +63,26 @@ class SqliteSide(Store):
         return readable_packets(json_decoder(Packet), rows, skipped)
 
     def change_cursor(self) -> int:
-        from waypost.store import sqlite_api
+        from waypost.store.sqlite import api as sqlite_api
 
         with self._reading("read the change cursor") as db:
             return sqlite_api.change_cursor(db)
 
     def changes_since(self, cursor: int, *, limit: int = 500) -> tuple[list[Packet], int]:
-        from waypost.store import sqlite_api
+        from waypost.store.sqlite import api as sqlite_api
 
         with self._reading("read the changes") as db:
             rows, following = sqlite_api.changes_since(db, cursor, limit)
         return readable_packets(json_decoder(Packet), rows, None), following
 
     def put_token(self, grant: Grant, token_hash: str) -> None:
-        from waypost.store import sqlite_api
+        from waypost.store.sqlite import api as sqlite_api
 
         with self._writing(f"store token {grant.id}") as db:
             sqlite_api.put_token(db, grant, token_hash)
 
     def token_grant(self, token_hash: str) -> Grant | None:
-        from waypost.store import sqlite_api
+        from waypost.store.sqlite import api as sqlite_api
 
         if self._db is None:
             return None  # no store yet, so no tokens
@@ -90,7 +90,7 @@ class SqliteSide(Store):
             return sqlite_api.token_grant(db, token_hash)
 
     def grants(self) -> list[Grant]:
-        from waypost.store import sqlite_api
+        from waypost.store.sqlite import api as sqlite_api
 
         if self._db is None:
             return []
@@ -98,7 +98,7 @@ class SqliteSide(Store):
             return sqlite_api.grants(db)
 
     def revoke_token(self, token_id: str, *, at: datetime) -> Grant | None:
-        from waypost.store import sqlite_api
+        from waypost.store.sqlite import api as sqlite_api
 
         with self._writing(f"revoke token {token_id}") as db:
             return sqlite_api.revoke_token(db, token_id, at)
@@ -107,37 +107,37 @@ class SqliteSide(Store):
 
     def claim_deliveries(self, relay: str, *, now: datetime, lease_s: float,
                          limit: int = 1) -> list[Delivery]:
-        from waypost.store import sqlite_outbox
+        from waypost.store.sqlite import outbox as sqlite_outbox
 
         with self._writing("claim deliveries") as db:
             return sqlite_outbox.claim(db, relay, now=now, lease_s=lease_s, limit=limit)
 
     def deliveries(self, run_ids: Collection[str]) -> list[Delivery]:
-        from waypost.store import sqlite_outbox
+        from waypost.store.sqlite import outbox as sqlite_outbox
 
         with self._reading("read deliveries") as db:
             return sqlite_outbox.of_runs(db, run_ids)
 
     def next_delivery_due(self) -> datetime | None:
-        from waypost.store import sqlite_outbox
+        from waypost.store.sqlite import outbox as sqlite_outbox
 
         with self._reading("read the next delivery due") as db:
             return sqlite_outbox.next_due(db)
 
     def beat_relay(self, relay: RelayInfo) -> None:
-        from waypost.store import sqlite_outbox
+        from waypost.store.sqlite import outbox as sqlite_outbox
 
         with self._writing(f"register relay {relay.id}") as db:
             sqlite_outbox.beat_relay(db, relay)
 
     def remove_relay(self, relay_id: str) -> None:
-        from waypost.store import sqlite_outbox
+        from waypost.store.sqlite import outbox as sqlite_outbox
 
         with self._writing(f"remove relay {relay_id}") as db:
             sqlite_outbox.remove_relay(db, relay_id)
 
     def relays(self, *, now: datetime) -> list[RelayInfo]:
-        from waypost.store import sqlite_outbox
+        from waypost.store.sqlite import outbox as sqlite_outbox
 
         with self._reading("list relays") as db:
             return sqlite_outbox.live_relays(db, now)
@@ -145,19 +145,19 @@ class SqliteSide(Store):
     # --- the watchdog's registrations ---------------------------------------------------
 
     def beat_watcher(self, watcher: Watcher) -> None:
-        from waypost.store import sqlite_watch
+        from waypost.store.sqlite import watch as sqlite_watch
 
         with self._writing(f"register watcher {watcher.id}") as db:
             sqlite_watch.beat_watcher(db, watcher)
 
     def remove_watcher(self, watcher_id: str) -> None:
-        from waypost.store import sqlite_watch
+        from waypost.store.sqlite import watch as sqlite_watch
 
         with self._writing(f"remove watcher {watcher_id}") as db:
             sqlite_watch.remove_watcher(db, watcher_id)
 
     def watchers(self, *, now: datetime) -> list[Watcher]:
-        from waypost.store import sqlite_watch
+        from waypost.store.sqlite import watch as sqlite_watch
 
         with self._reading("list watchers") as db:
             return sqlite_watch.live_watchers(db, now)
@@ -169,7 +169,7 @@ class SqliteSide(Store):
         return AlwaysHeld()
 
     def defer_check(self, run_id: str, *, expected_version: int, at: datetime | None) -> bool:
-        from waypost.store import sqlite_watch
+        from waypost.store.sqlite import watch as sqlite_watch
 
         with self._writing(f"defer the next check of {run_id}") as db:
             return sqlite_watch.defer_check(db, run_id, expected_version, at)

@@ -18,7 +18,7 @@ from psycopg import sql
 
 from waypost.errors import IntegrityError, StoreBusy, StoreError, WaypostError
 from waypost.model import State
-from waypost.store.postgres_setup import Database, lock_key
+from waypost.store.postgres.setup import Database, lock_key
 from waypost.store.records import SweeperLock
 
 # how soon the server gives up on a silent lock holder: 10 s idle, then 3 probes 5 s apart

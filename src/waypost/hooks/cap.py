@@ -2,15 +2,15 @@
 (`waypost hook` on the command line, `POST /hooks/claude/stop`): a stop let through resets
 the count; a refused one counts (once per host turn, when the host names its turn); past
 `cap` refusals in a row a named blocker is recorded on the run and the agent may stop,
-saying so. The decision itself is `waypost.hooks`'s."""
+saying so. The decision itself is `waypost.hooks.decide`'s."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from waypost import hooks
 from waypost.errors import WaypostError
-from waypost.hooks import StopDecision
+from waypost.hooks import decide as hooks
+from waypost.hooks.decide import StopDecision
 from waypost.model import BlockerKind, Packet
 
 if TYPE_CHECKING:
@@ -35,7 +35,9 @@ def capped(store: Store, packet: Packet, decision: StopDecision, *, cap: int,
 
 def _give_up(store: Store, packet: Packet, decision: StopDecision, blocks: int,
              actor: str | None) -> StopDecision:
-    from waypost.runs import Run  # only here: a stop hook that is let through never loads it
+    from waypost.usecases.runs import (
+        Run,  # only here: a stop hook that is let through never loads it
+    )
 
     lease = packet.worker
     if actor is None:

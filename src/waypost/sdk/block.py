@@ -8,8 +8,8 @@ heartbeaten while the block runs, and never left silently `in_progress` when it 
         run.artifact("orders.md", role="report")
         run.ready("all orders imported")
 
-A thin layer over the use cases (`waypost.runs`): every verb is `Run`'s, with its rules and
-refusals. `waypost.arun` (`waypost.sdk_async`) is the same block for `async with`.
+A thin layer over the use cases (`waypost.usecases.runs`): every verb is `Run`'s, with its rules and
+refusals. `waypost.arun` (`waypost.sdk.aio`) is the same block for `async with`.
 """
 
 from __future__ import annotations
@@ -25,7 +25,6 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Final, TypeVar
 
 from waypost import inputs
-from waypost.beats import Beats, beat_every
 from waypost.config import Config, load_config
 from waypost.errors import InvalidInput, WaypostError
 from waypost.model import (
@@ -38,12 +37,13 @@ from waypost.model import (
     Packet,
     State,
 )
-from waypost.runs import Run
-from waypost.starting import start
 from waypost.store import Store, open_store
+from waypost.usecases.beats import Beats, beat_every
+from waypost.usecases.runs import Run
+from waypost.usecases.starting import start
 
 if TYPE_CHECKING:
-    from waypost.handoff import Brief
+    from waypost.usecases.handoff import Brief
 
 MARK: Final = "waypost.run: "  # begins the detail of every blocker this module records
 LEFT_WITHOUT_RESULT: Final = (MARK + "the with block was left without a result packet "

@@ -110,7 +110,7 @@ class Migration:
 
 @functools.cache
 def _shipped() -> tuple[Migration, ...]:
-    folder = resources.files("waypost.store")
+    folder = resources.files("waypost.store.postgres")
     found = []
     for item in folder.iterdir():
         match = _MIGRATION_FILE.fullmatch(item.name)
@@ -130,7 +130,7 @@ def latest_version() -> int:
 
 
 def full_schema() -> bytes:
-    return resources.files("waypost.store").joinpath("postgres.sql").read_bytes()
+    return resources.files("waypost.store.postgres").joinpath("postgres.sql").read_bytes()
 
 
 def applied_versions(conn: psycopg.Connection[Any]) -> list[int]:

@@ -1,0 +1,11 @@
+"""The embedded SQLite backend: one file, WAL, `synchronous=FULL`, `BEGIN IMMEDIATE`.
+
+    store.py    `SqliteStore`: the contract's operations, the read lock, group commit's use
+    setup.py    the file and its connection, the migrations, what the driver's errors mean
+    write.py    the one guarded write of events + packet (+ outbox rows), and group commit
+    side.py     the operations whose SQL lives in the modules below
+    api.py      the change feed a board follows, and bearer tokens
+    outbox.py   the outbox's claims and the relay registry
+    watch.py    watcher registrations, due runs, deferred checks and retention
+    sqlite.sql  the schema of a fresh store; `sqlite_N_*.sql` the migrations, in order
+"""

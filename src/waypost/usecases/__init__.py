@@ -1,0 +1,23 @@
+"""The use cases: what every door calls. A door (CLI, SDK, MCP, HTTP, board, hooks) reads
+its input, calls one function or `Run` verb here, and renders the answer; the rules
+themselves are the core's, and every write goes through `core.history.prepare` and the
+store's one write primitive.
+
+    starting.py  start a run: its parameters decided once, then the `Started` event
+    runs.py      `Run`: every verb that happens to a run once started (claim, heartbeat,
+                 block, unblock, artifacts, evidence, ready, review, approve, changes,
+                 transfer, cancel, resume, retarget)
+    artifacts.py recording files and bytes as artifacts, fetching them back, bounded
+    evidence.py  running a command under bounds, and the evidence record made from it
+    checks.py    the built-in checks (artifact, grep, no-private, http, command)
+    substance.py whether an artifact holds real content
+    scanning.py  scanning files for private identifiers (the sanitizer's reading part)
+    review.py    the owner's review: every gate re-run, recorded as `rechecked` evidence
+    handoff.py   resume: a takeover of a silent worker, and the brief for the new one
+    retarget.py  the owner changes where the result goes, before delivery
+    beats.py     heartbeats sent on a busy worker's behalf
+    watchdog.py  the watchdog's sweeps, and a watcher's registration and lease
+    tokens.py    bearer tokens for the authenticated doors
+    views.py     packets with their observed view, for every reader
+    a2a.py       a packet as an A2A v1 Task
+"""
