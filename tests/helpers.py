@@ -43,8 +43,8 @@ class Outcome:
     def json(self) -> Any:
         return json.loads(self.out)
 
-    def error(self) -> dict[str, str]:
-        document: dict[str, dict[str, str]] = json.loads(self.err)
+    def error(self) -> dict[str, Any]:
+        document: dict[str, dict[str, Any]] = json.loads(self.err)
         return document["error"]
 
 

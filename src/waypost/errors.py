@@ -17,11 +17,85 @@
     ├── StoreBusy                  75  the store stayed locked past the wait limit: try again
     └── DiskFull                   75  no space left for the write: free some, try again
 
-Every error carries a stable `code`, a message saying what was refused and why, and a
-`hint`: the next command to type.
+Every error carries a stable `code`, a message saying what was refused and why, a `hint`
+in words, and the next steps as data (`Step`: a verb every door shares, the run, the
+arguments known and those to fill in, who should take it). Each door words a step its own
+way, with one renderer of its own: the CLI a command line, MCP a tool call, the HTTP API a
+route; `hint_with` joins the hint and the steps so worded.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from types import MappingProxyType
+from typing import Any, Final
+
+# The verbs a next step may name: the operations every door offers (`core.access.Operation`
+# names them for the tokens' roles) and the relay's `deliver`.
+VERBS: Final = frozenset({
+    "list", "read", "start", "claim", "resume", "heartbeat", "block", "unblock", "artifact",
+    "evidence", "ready", "review", "approve", "changes", "transfer", "cancel", "retarget",
+    "deliver"})
+# What each verb cannot be called without, in the names the doors share (the HTTP API's
+# body fields, the MCP tools' arguments, the CLI's options): a step that does not know
+# them asks the caller to fill them in.
+NEEDS: Final[Mapping[str, tuple[str, ...]]] = {
+    "block": ("kind", "detail"), "unblock": ("blocker", "resolution"), "ready": ("summary",),
+    "changes": ("reason",), "cancel": ("reason",), "retarget": ("target",),
+    "transfer": ("authority", "to"), "artifact": ("name", "content"),
+    "evidence": ("command",)}
+_FIELDS: Final = ("verb", "run", "args", "fill", "actor", "why")
+
+
+class Step:
+    """One next step after a refusal, as data: `verb` on `run` with `args`, the arguments
+    named in `fill` still to be given, taken by `actor` (None: whoever was refused). `why`
+    leads the step in words ("claim it again"). An `evidence` step runs a command unless
+    its arguments or fill name a `check` or a `reason` (a skip). Frozen; keyword-only.
+    (A plain class: this module loads before anything else, msgspec included.)"""
+
+    __slots__ = _FIELDS
+    verb: str
+    run: str | None
+    args: Mapping[str, str]
+    fill: tuple[str, ...]
+    actor: str | None
+    why: str
+
+    def __init__(self, *, verb: str, run: str | None = None,
+                 args: Mapping[str, str] | None = None, fill: Sequence[str] = (),
+                 actor: str | None = None, why: str = "") -> None:
+        if verb not in VERBS:
+            raise ValueError(f"no verb {verb!r} (known: {', '.join(sorted(VERBS))})")
+        given = MappingProxyType({name: str(value) for name, value in (args or {}).items()})
+        values = (verb, run, given, tuple(fill), actor, why)
+        for name, value in zip(_FIELDS, values, strict=True):
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"a Step is frozen: cannot set {name}")
+
+    def _key(self) -> tuple[Any, ...]:
+        return (self.verb, self.run, tuple(self.args.items()), self.fill, self.actor, self.why)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Step) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{n}={getattr(self, n)!r}" for n in _FIELDS if n != "args")
+        return f"Step({shown}, args={dict(self.args)!r})"
+
+
+def step(verb: str, run: str | None = None, *, why: str = "", actor: str | None = None,
+         fill: Sequence[str] | None = None, **args: str) -> Step:
+    """A `Step`; what the verb needs (`NEEDS`) and `args` does not give is to be filled in,
+    unless `fill` says otherwise."""
+    if fill is None:
+        fill = [name for name in NEEDS.get(verb, ()) if name not in args]
+    return Step(verb=verb, run=run, args=args, fill=fill, actor=actor, why=why)
 
 
 class WaypostError(Exception):
@@ -30,12 +104,21 @@ class WaypostError(Exception):
     exit_code = 1
     code = "error"
 
-    def __init__(self, message: str | None = None, *, hint: str = "") -> None:
+    def __init__(self, message: str | None = None, *, hint: str = "",
+                 steps: Sequence[Step] = ()) -> None:
         self.message = message or (self.__doc__ or "").strip()
         self.hint = hint
+        self.steps = tuple(steps)
         super().__init__(self.message)
 
+    def hint_with(self, render: Callable[[Step], str]) -> str:
+        """The hint as a door words it: the words, then each step as `render` writes it."""
+        parts = [self.hint] if self.hint else []
+        parts += [f"{s.why}: {render(s)}" if s.why else render(s) for s in self.steps]
+        return "; ".join(parts)
+
     def as_dict(self) -> dict[str, str]:
+        """The error without its steps (for a refusal that names none)."""
         return {"code": self.code, "message": self.message, "hint": self.hint}
 
 

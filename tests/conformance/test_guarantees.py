@@ -170,7 +170,8 @@ def test_the_owners_heartbeat_does_not_reset_a_workers_silence(
     clock.advance(900)  # past max_silence: the worker is silent
     with pytest.raises(StaleLease, match="w1 holds the lease") as info:
         run.heartbeat(note="I am sure it is fine")
-    assert f"waypost claim {run.id} --as alice" in info.value.hint
+    assert [(s.verb, s.run, s.actor) for s in info.value.steps] == [
+        ("read", run.id, None), ("claim", run.id, "alice")]
     after = store.get(run.id)
     assert after == before
     assert after.progress.last_heartbeat is None

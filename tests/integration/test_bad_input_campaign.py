@@ -2,7 +2,8 @@
 and targets against every verb, in-process through `waypost.cli.main`.
 
 Every outcome must be exit 0 or a documented code (2, 3, 4, 5, 75), never 1 (a bug); with
---json an error is one `{"error": {"code", "message", "hint"}}` document; a refusal leaves
+--json an error is one `{"error": {"code", "message", "hint"}}` document (with `next` and
+`also` when it names next steps); a refusal leaves
 the store exactly as it was (every row of every table, blobs included); every call ends
 within a bound (a hang guard, not a speed test). Generated input never runs a generated
 command (commands come from a fixed allow-list) and reaches no host but 127.0.0.1.
@@ -247,6 +248,7 @@ def test_every_verb_meets_hostile_input(world: tuple[Path, str, list[str]],
     assert code in DOCUMENTED, f"exit {code} (a bug): {err}"
     if code != 0 and "--json" in argv[: argv.index("--") if "--" in argv else len(argv)]:
         document = json.loads(err.strip().split("\n")[-1])  # not splitlines: U+0085 is text
-        assert set(document["error"]) == {"code", "message", "hint"}, err
+        assert {"code", "message", "hint"} <= set(document["error"]) <= {
+            "code", "message", "hint", "next", "also"}, err
     if code != 0:
         assert dump(store) == before, f"exit {code} changed the store: {err}"

@@ -17,7 +17,14 @@ from waypost.core.gates import next_review_id
 from waypost.core.history import GENESIS, event_hash, make_event, verify_run
 from waypost.core.machine import apply
 from waypost.core.sanitize import FindingKind, find
-from waypost.errors import IntegrityError, InvalidInput, NotAuthorized, Refused, RuleViolation
+from waypost.errors import (
+    IntegrityError,
+    InvalidInput,
+    NotAuthorized,
+    Refused,
+    RuleViolation,
+    step,
+)
 from waypost.events import (
     AnyEventData,
     Approved,
@@ -216,11 +223,12 @@ def test_the_owners_heartbeat_is_refused_while_a_worker_holds_the_lease() -> Non
     event = make_event(held, RUN, Heartbeat(note="looks fine"), actor="alice", at=chain.at)
     with pytest.raises(Refused) as info:
         apply(held, event)
-    message, hint = info.value.message, info.value.hint
+    message = info.value.message
     assert "alice" in message
     assert "w1 holds the lease" in message
     assert "silent" in message  # why: it would hide a silent worker from the watchdog
-    assert f"waypost claim {RUN} --as alice" in hint
+    assert step("claim", RUN, actor="alice", why="to take the work over yourself") in \
+        info.value.steps
 
 
 def test_the_owners_heartbeat_counts_while_nobody_holds_the_lease() -> None:

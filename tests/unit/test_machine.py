@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 import msgspec
 import pytest
 
+from waypost import errors
 from waypost.core.history import make_event
 from waypost.core.machine import apply, fold
 from waypost.core.moves import TABLE, Move, allowed_moves
@@ -132,7 +133,8 @@ def test_ready_while_blocked_names_the_blocker_and_the_unblock_command() -> None
     with pytest.raises(IllegalTransition) as info:
         step(p, MarkedReady(summary="done"))
     assert 'b1 (missing_input: "API key")' in info.value.message
-    assert "waypost unblock wp_test b1" in info.value.hint
+    assert info.value.steps == (errors.step("unblock", "wp_test", blocker="b1",
+                                            why="resolve b1 with"),)
 
 
 def test_ready_needs_evidence() -> None:
@@ -188,7 +190,8 @@ def test_only_the_owner_may_cancel_or_request_changes() -> None:
 def test_a_stranger_may_not_write_without_a_lease() -> None:
     with pytest.raises(NotAuthorized, match="neither the owner") as info:
         step(started(), Heartbeat(), actor="stranger")
-    assert info.value.hint == "claim it first: waypost claim wp_test --as stranger"
+    assert info.value.steps == (errors.step("claim", "wp_test", actor="stranger",
+                                            why="claim it first"),)
 
 
 def test_skipped_evidence_needs_a_reason() -> None:

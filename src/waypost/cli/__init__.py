@@ -9,6 +9,7 @@
     lifecycle.py outputs.py review.py delivery.py watch.py ops.py retarget.py tokens.py
     limits.py serve.py mcp.py hook.py hosts.py demo.py demo_actors.py: the verbs
     render.py    the packet, the board and the log as text and Markdown
+    steps.py     a refusal's next steps as the command lines to type
 
 Every verb takes --json (one document on stdout; errors as {"error": {...}} on stderr),
 --store (or WAYPOST_URL) and --as (or WAYPOST_ACTOR). Exit codes: 0 ok, 1 unexpected,
@@ -159,7 +160,9 @@ def main(argv: Sequence[str] | None = None, *, fast: bool = True) -> int:
             return run_click(args)
         invoke(HOT[args[0]].run, values)
     except WaypostError as exc:
-        report_error(exc.as_dict(), as_json)
+        from waypost.cli.steps import document  # only when there is an error to report
+
+        report_error(document(exc), as_json)
         return exc.exit_code
     except (EOFError, KeyboardInterrupt):
         echo("", err=True)  # as click reports an interrupted command: end the ^C line
@@ -206,7 +209,7 @@ def _click_outcome(exc: Exception, as_json: bool) -> int | None:
     return None
 
 
-def report_error(error: dict[str, str], as_json: bool) -> None:
+def report_error(error: dict[str, Any], as_json: bool) -> None:
     from waypost.cli.context import echo
     from waypost.model import to_json
 

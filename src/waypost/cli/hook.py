@@ -42,7 +42,10 @@ def answer(ctx: Ctx, event: str, host: str, cap: int) -> None:
     try:
         said: StopDecision | Context = _decide(ctx, event, host, cap)
     except WaypostError as exc:
-        hint = f" (next: {exc.hint})" if exc.hint else ""
+        from waypost.cli.steps import hint as worded  # only on a failure
+
+        words = worded(exc)
+        hint = f" (next: {words})" if words else ""
         said = _failed(event, f"waypost hook failed: {exc}{hint}")
     except Exception as exc:  # a bug must not let the agent stop unchecked
         said = _failed(event, f"waypost hook failed unexpectedly: {type(exc).__name__}: {exc}")

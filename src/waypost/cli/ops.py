@@ -15,6 +15,7 @@ from pathlib import Path
 
 import click
 
+from waypost.cli import steps
 from waypost.cli.context import Ctx, duration, verb
 from waypost.durations import utcnow
 from waypost.errors import InvalidInput, NotFound, WaypostError
@@ -78,7 +79,8 @@ def diagnose(ctx: Ctx, max_skew: float) -> tuple[str, list[Diagnosis], bool]:
     try:
         store, elapsed_ms = _open_as_found(ctx, postgres)
     except WaypostError as exc:
-        detail = f"{exc.message} (next: {exc.hint})" if exc.hint else exc.message
+        hint = steps.hint(exc)
+        detail = f"{exc.message} (next: {hint})" if hint else exc.message
         return (ctx.store_url or "(default: .waypost/ found upward)",
                 [Diagnosis(name="connect", status=Status.FAIL, detail=detail)],
                 isinstance(exc, InvalidInput))

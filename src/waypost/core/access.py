@@ -25,7 +25,7 @@ import enum
 from collections.abc import Iterable
 from typing import Final, Protocol
 
-from waypost.errors import NotAuthorized, NotFound, Refused
+from waypost.errors import NotAuthorized, NotFound, Refused, step
 from waypost.model import BlockerKind, Packet
 
 
@@ -128,11 +128,13 @@ def _check_worker_resolves(caller: Caller, packet: Packet, blocker: str | None) 
         raise NotFound(f"run {packet.id} has no blocker {blocker} (open: {known})")
     if found.kind in WORKER_RESOLVES:
         return
-    how = ("resume the run" if found.kind is BlockerKind.WORKER_SILENT
-           else f"ask the owner {packet.owner}")
+    how = (step("resume", packet.id, why="resume the run")
+           if found.kind is BlockerKind.WORKER_SILENT else
+           step("unblock", packet.id, blocker=found.id, actor=packet.owner,
+                why=f"ask the owner {packet.owner}"))
     raise NotAuthorized(
         f"{caller.holder}'s worker token may not resolve {found.id} ({found.kind}): only the "
-        f"owner resolves {found.kind}", hint=how)
+        f"owner resolves {found.kind}", steps=[how])
 
 
 def _role_hint(operation: Operation) -> str:

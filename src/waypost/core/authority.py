@@ -19,7 +19,7 @@ from waypost.core.due import (
     silent_due,
 )
 from waypost.core.moves import Move, destination
-from waypost.errors import NotAuthorized, RuleViolation, StaleLease
+from waypost.errors import NotAuthorized, RuleViolation, StaleLease, step
 from waypost.events import BlockerOpened, Event, EventData, Nudged
 from waypost.model import Authority, BlockerKind, Liveness, NudgeTopic, Packet
 
@@ -55,7 +55,7 @@ def authorize(packet: Packet, event: Event, move: Move) -> None:
         if event.actor != packet.owner:
             raise NotAuthorized(
                 f"{event.actor} may not {move} run {packet.id}: only its owner {packet.owner} may",
-                hint=f"run it as the owner: --as {packet.owner}",
+                steps=[step(move, packet.id, actor=packet.owner, why="run it as the owner")],
             )
         return
     _check_worker(packet, event, move)
@@ -76,7 +76,7 @@ def _check_watchdog(packet: Packet, event: Event) -> None:
         raise NotAuthorized(
             f"{event.actor} may not record {event.type} on {packet.id}: a watchdog "
             f"({WATCHDOG_PREFIX}ID) records only " + ", ".join(WATCHED) + " (and nothing else)",
-            hint=f"see the run with: waypost show {packet.id}",
+            steps=[step("read", packet.id, why="see the run with")],
         )
     due = condition(packet)
     if not is_due(due, event.at):
@@ -86,7 +86,7 @@ def _check_watchdog(packet: Packet, event: Event) -> None:
         raise RuleViolation(
             f"{event.actor} may not record {what} on {packet.id} at "
             f"{event.at:%Y-%m-%d %H:%M:%S}Z: it is not due ({why})",
-            hint=f"nothing to do; see the run with: waypost show {packet.id}",
+            hint="nothing to do", steps=[step("read", packet.id, why="see the run with")],
         )
 
 
@@ -97,7 +97,7 @@ def _check_worker(packet: Packet, event: Event, move: Move) -> None:
             raise StaleLease(
                 f"{event.actor} wrote to {packet.id} with lease epoch {event.epoch}, "
                 f"but the current epoch is {lease.epoch}",
-                hint=f"claim it again: waypost claim {packet.id} --as {event.actor}",
+                steps=[step("claim", packet.id, actor=event.actor, why="claim it again")],
             )
         return
     if event.actor == packet.owner and (move is not Move.HEARTBEAT or lease is None):
@@ -109,20 +109,21 @@ def _check_worker(packet: Packet, event: Event, move: Move) -> None:
             f"{event.actor} (the owner) may not heartbeat {packet.id} while {lease.actor} "
             f"holds the lease (epoch {lease.epoch}): only the lease holder's heartbeat "
             "counts, so a silent worker is still seen as silent",
-            hint=f"see how the worker is doing: waypost show {packet.id}; to take the work "
-            f"over yourself: waypost claim {packet.id} --as {event.actor}",
+            steps=[step("read", packet.id, why="see how the worker is doing"),
+                   step("claim", packet.id, actor=event.actor,
+                        why="to take the work over yourself")],
         )
     if lease is not None:
         raise StaleLease(
             f"{event.actor} does not hold the lease on {packet.id}: {lease.actor} took it "
             f"(epoch {lease.epoch}) at {lease.acquired_at:%Y-%m-%d %H:%M:%S}Z",
-            hint=f"ask {lease.actor} or the owner {packet.owner}; to take it over: "
-            f"waypost claim {packet.id} --as {event.actor}",
+            hint=f"ask {lease.actor} or the owner {packet.owner}",
+            steps=[step("claim", packet.id, actor=event.actor, why="to take it over")],
         )
     raise NotAuthorized(
         f"{event.actor} may not {move} run {packet.id}: it is neither the owner "
         f"({packet.owner}) nor the worker (nobody holds the lease)",
-        hint=f"claim it first: waypost claim {packet.id} --as {event.actor}",
+        steps=[step("claim", packet.id, actor=event.actor, why="claim it first")],
     )
 
 
@@ -152,8 +153,9 @@ def check_may_take_lease(packet: Packet, actor: str, now: datetime) -> None:
         f"{actor} may not take over {packet.id}: {lease.actor} holds a live lease "
         f"(epoch {lease.epoch}, last heard {last_sign_of_life(packet):%Y-%m-%d %H:%M:%S}Z); "
         f"only the owner {packet.owner} or whom the owner names may take it over",
-        hint=f"ask {lease.actor} to stop, wait until it is silent, or ask the owner: "
-        f"waypost transfer {packet.id} --authority takeover --to {actor} --as {packet.owner}",
+        hint=f"ask {lease.actor} to stop, or wait until it is silent",
+        steps=[step("transfer", packet.id, authority=Authority.TAKEOVER, to=actor,
+                    actor=packet.owner, why="or ask the owner")],
     )
 
 
@@ -178,8 +180,8 @@ def _check_authority(packet: Packet, actor: str, authority: Authority,
     raise NotAuthorized(
         f"{actor}{role} may not {move or authority} run {packet.id}: only "
         + ", ".join(dict.fromkeys(holders)) + " may",
-        hint=f"the owner can hand it over: waypost transfer {packet.id} "
-        f"--authority {authority} --to {actor} --as {packet.owner}",
+        steps=[step("transfer", packet.id, authority=authority, to=actor, actor=packet.owner,
+                    why="the owner can hand it over")],
     )
 
 
@@ -190,5 +192,5 @@ def _check_relay(packet: Packet, event: Event, move: Move) -> None:
         raise NotAuthorized(
             f"{event.actor} may not record {move} on {packet.id}: only a delivery relay "
             f"({RELAY_PREFIX}ID) records the final delivery",
-            hint="run the relay: waypost deliver --once",
+            steps=[step("deliver", why="run the relay")],
         )

@@ -4,13 +4,12 @@ gate, and whether the run may be approved. The state machine calls these; so do 
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Collection, Sequence
 from typing import Final
 
 import msgspec
 
-from waypost.errors import InvalidInput, NotAuthorized, RuleViolation
+from waypost.errors import InvalidInput, NotAuthorized, RuleViolation, step
 from waypost.model import Assurance, Evidence, Packet, Review, Verdict, Waiver
 
 HASHES_GATE: Final = "artifact-hashes"  # built in: every stored artifact re-verified at review
@@ -91,21 +90,19 @@ def check_approval(packet: Packet, actor: str, waivers: Sequence[Waiver]) -> Non
     _check_waivers(packet, actor, waivers)
     review = current_review(packet)
     if review is None:
-        raise RuleViolation(_unreviewed_message(packet),
-                            hint=f"the owner {packet.owner} (or a holder of the approve "
-                            f"authority) runs the gates: waypost review {packet.id} "
-                            f"--as {shlex.quote(packet.owner)}")
+        raise RuleViolation(_unreviewed_message(packet), steps=[step(
+            "review", packet.id, actor=packet.owner, why=f"the owner {packet.owner} (or a "
+            "holder of the approve authority) runs the gates")])
     missing = unmet(verdicts(packet, review, waivers))
     if missing:
         listed = "; ".join(f"{v.gate} {v.verdict or 'not run'} ({v.summary})" for v in missing)
         raise RuleViolation(
             f"run {packet.id} cannot be approved: required gate(s) did not pass in review "
             f"{review.id}: {listed}",
-            hint=f"send it back: waypost changes {packet.id} --reason TEXT "
-            f"--as {shlex.quote(packet.owner)}; "
-            f"or only the owner {packet.owner} may waive, with a reason: waypost approve "
-            f"{packet.id} --waive {shlex.quote(missing[0].gate + '=REASON')} "
-            f"--as {shlex.quote(packet.owner)}")
+            steps=[step("changes", packet.id, actor=packet.owner, why="send it back"),
+                   step("approve", packet.id, actor=packet.owner, gate=missing[0].gate,
+                        fill=("reason",), why=f"or only the owner {packet.owner} may "
+                        "waive, with a reason")])
 
 
 def _unreviewed_message(packet: Packet) -> str:
@@ -120,8 +117,8 @@ def _check_waivers(packet: Packet, actor: str, waivers: Sequence[Waiver]) -> Non
     if waivers and actor != packet.owner:
         raise NotAuthorized(
             f"{actor} may not waive gates of run {packet.id}: only its owner {packet.owner} may",
-            hint=f"ask {packet.owner} to run: waypost approve {packet.id} --waive GATE=REASON "
-            f"--as {shlex.quote(packet.owner)}")
+            steps=[step("approve", packet.id, actor=packet.owner, fill=("gate", "reason"),
+                        why=f"ask {packet.owner} to run")])
     known = [g.name for g in packet.gates] + [HASHES_GATE]
     for waiver in waivers:
         if waiver.gate not in known:

@@ -15,7 +15,7 @@ import msgspec
 from waypost.core import outbox
 from waypost.core.authority import authorize
 from waypost.core.moves import MOVE_OF, destination
-from waypost.errors import IllegalTransition, InvalidInput, NotFound, RuleViolation
+from waypost.errors import IllegalTransition, InvalidInput, NotFound, RuleViolation, step
 from waypost.events import (
     Approved,
     ArtifactRecorded,
@@ -245,15 +245,17 @@ def _marked_ready(packet: Packet, event: Event) -> Packet:
     if not packet.evidence:
         raise RuleViolation(
             f"run {packet.id} has no evidence: record what was checked before review",
-            hint=f"waypost evidence run {packet.id} -- CMD, or waypost evidence skip "
-            f"{packet.id} --kind test --reason WHY",
+            steps=[step("evidence", packet.id, why="run the check"),
+                   step("evidence", packet.id, kind="test", fill=("reason",),
+                        why="or say why it cannot run")],
         )
     missing = [n for n in data.artifacts if packet.artifact(n) is None]
     if missing:
         raise RuleViolation(
             f"the result of {packet.id} names artifacts that were never recorded: "
             + ", ".join(missing),
-            hint=f"waypost artifact add {packet.id} PATH --role result --name NAME",
+            steps=[step("artifact", packet.id, role="result", name=name,
+                        why=f"record {name}") for name in missing],
         )
     result = Result(summary=data.summary, public_summary=data.public_summary,
                     artifacts=data.artifacts, submitted_at=event.at, submitted_by=event.actor)

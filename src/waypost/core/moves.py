@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final
 
-from waypost.errors import IllegalTransition
+from waypost.errors import IllegalTransition, Step, step
 from waypost.events import (
     Approved,
     ArtifactRecorded,
@@ -129,34 +129,37 @@ def allowed_moves(state: State) -> list[str]:
 
 
 def destination(packet: Packet, move: Move) -> Destination:
-    """Where `move` takes `packet`; an IllegalTransition naming the allowed moves if nowhere."""
+    """Where `move` takes `packet`; an IllegalTransition naming the allowed moves if nowhere,
+    and the steps that move the run on from where it is."""
     moves = TABLE[packet.state]
     if move in moves:
         return moves[move]
     allowed = ", ".join(allowed_moves(packet.state)) or "none (terminal)"
-    hint = _next_command(packet)
+    steps = next_steps(packet)
     if packet.state is State.BLOCKED:
-        hint = "; ".join(
-            f"resolve {b.id} with: waypost unblock {packet.id} {b.id} --resolution TEXT"
-            for b in packet.open_blockers
-        )
         blockers = ", ".join(f'{b.id} ({b.kind}: "{b.detail}")' for b in packet.open_blockers)
         message = f"run {packet.id} is blocked by {blockers}: cannot {move}"
     else:
         message = f"run {packet.id} is {packet.state}: cannot {move}"
-    raise IllegalTransition(f"{message} (allowed from {packet.state}: {allowed})", hint=hint)
+    raise IllegalTransition(f"{message} (allowed from {packet.state}: {allowed})",
+                            steps=steps)
 
 
-def _next_command(packet: Packet) -> str:
-    """What moves a run on from its state: the command to type next."""
+def next_steps(packet: Packet) -> list[Step]:
+    """What moves a run on from its state, and who takes each step."""
     run, owner = packet.id, packet.owner
-    worker = packet.worker.actor if packet.worker else "WORKER"
-    return {
-        State.IN_PROGRESS: f"when the work is done: waypost ready {run} --summary TEXT "
-                           f"--as {worker}",
-        State.READY_FOR_REVIEW: f"the owner reviews it: waypost review {run} --as {owner}, "
-                                f"then approve it or send it back with waypost changes",
-        State.APPROVED: "the relay delivers it: waypost deliver --once",
-        State.DELIVERED: f"it is final; see where it went: waypost show {run}",
-        State.CANCELLED: f"it is final; see why: waypost show {run}",
-    }.get(packet.state, "")
+    worker = packet.worker.actor if packet.worker else None
+    if packet.state is State.BLOCKED:
+        return [step("unblock", run, blocker=b.id, why=f"resolve {b.id} with")
+                for b in packet.open_blockers]
+    if packet.state is State.IN_PROGRESS:
+        return [step("ready", run, actor=worker, why="when the work is done")]
+    if packet.state is State.READY_FOR_REVIEW:
+        return [step("review", run, actor=owner, why="the owner reviews it"),
+                step("approve", run, actor=owner, why="then approves it"),
+                step("changes", run, actor=owner, why="or sends it back")]
+    if packet.state is State.APPROVED:
+        return [step("deliver", why="the relay delivers it")]
+    why = "it is final; see where it went" if packet.state is State.DELIVERED else \
+        "it is final; see why"
+    return [step("read", run, why=why)]

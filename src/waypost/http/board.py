@@ -31,7 +31,7 @@ from waypost.core import access
 from waypost.core.access import Operation
 from waypost.durations import utcnow
 from waypost.http import board_session, board_views, operations, shapes, stream
-from waypost.http.board_render import HEADERS, STATIC, render
+from waypost.http.board_render import HEADERS, STATIC, error_shown, render
 from waypost.http.board_session import SignIn, Visitor
 from waypost.http.deps import ConfigDep, StoreDep
 from waypost.http.errors import status_of
@@ -109,7 +109,7 @@ def _run_html(store: Store, who: Visitor, run_id: str,
     page = board_views.run_page(packet, store.events(run_id), now,
                                 actions=_allowed_actions(who, packet))
     return render("run.html", page=page, cursor=cursor, run_id=packet.id, visitor=who.label,
-                  csrf=who.csrf, error=error.as_dict() if error else None)
+                  csrf=who.csrf, error=error_shown(error) if error else None)
 
 
 @get("/runs/{run_id:str}/artifacts/{name:str}", sync_to_thread=True)
@@ -170,7 +170,7 @@ async def sign_in(request: Request[Any, Any, Any], store: StoreDep) -> Response[
         await _offload(functools.partial(tokens.authenticate, store, secret))
     except errors.WaypostError as exc:
         return _html(render("login.html", cursor="", run_id="", visitor="", csrf="",
-                            error=exc.as_dict(), next_page="/"), status=status_of(exc))
+                            error=error_shown(exc), next_page="/"), status=status_of(exc))
     secure = request.url.scheme == "https"
     return Redirect(_back_to(str(form.get("next") or "")), status_code=303,
                     cookies=[board_session.token_cookie(secret, secure=secure)])
@@ -298,8 +298,8 @@ def _error_page(request: Request[Any, Any, Any], exc: errors.WaypostError) -> Re
     if status == 401:  # a wrong, expired or revoked token: forget it, offer the form
         cookies = [board_session.cleared_cookie(secure=request.url.scheme == "https")]
         body = render("login.html", cursor="", run_id="", visitor="", csrf="",
-                      error=exc.as_dict(), next_page=_back_to(request.url.path))
+                      error=error_shown(exc), next_page=_back_to(request.url.path))
     else:
         body = render("base.html", cursor="", run_id="", visitor="", csrf="",
-                      error=exc.as_dict())
+                      error=error_shown(exc))
     return _html(body, status=status, cookies=cookies)

@@ -14,6 +14,7 @@ from typing import Any, Final
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from waypost.display import printable
+from waypost.errors import Step, WaypostError
 
 TEMPLATES: Final = Path(__file__).with_name("templates")
 STATIC: Final = Path(__file__).with_name("static")
@@ -42,3 +43,18 @@ _environment = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=True,
 def render(template: str, **context: Any) -> str:
     """The page `template` (a file in templates/) filled from `context`, HTML-escaped."""
     return _environment.get_template(template).render(**context)
+
+
+def error_shown(exc: WaypostError) -> dict[str, str]:
+    """A refusal as a page shows it: its steps as the board's words (a verb on the run,
+    what to give, as whom)."""
+    return {"code": exc.code, "message": exc.message, "hint": exc.hint_with(step_words)}
+
+
+def step_words(step: Step) -> str:
+    words = [step.verb, *([step.run] if step.run else []),
+             *(f"{name} {value}" for name, value in step.args.items())]
+    said = " ".join(words)
+    if step.fill:
+        said += ", giving " + ", ".join(step.fill)
+    return said if step.actor is None else f"{said}, as {step.actor}"

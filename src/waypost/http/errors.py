@@ -1,10 +1,13 @@
 """The one place the exception root becomes an HTTP status and the error document
-`{"error": {"code", "message", "hint"}}`; Litestar's own refusals (malformed JSON, a body
-too large, an unknown route) are given the same shape here."""
+`{"error": {"code", "message", "hint", "next"}}`, each next step worded as the route that
+takes it (`next`: method, path, the body's known fields and those to fill in, whose token);
+Litestar's own refusals (malformed JSON, a body too large, an unknown route) are given the
+same shape here."""
 
 from __future__ import annotations
 
 from typing import Any, Final
+from urllib.parse import quote, urlencode
 
 import msgspec
 from litestar import Request, Response
@@ -12,6 +15,7 @@ from litestar.exceptions import HTTPException, ValidationException
 from litestar.openapi.datastructures import ResponseSpec
 
 from waypost import errors
+from waypost.errors import Step
 
 
 class TooLarge(errors.InvalidInput):
@@ -49,14 +53,66 @@ LITESTAR_HINTS: Final[dict[int, str]] = {
 }
 
 
-class ErrorBody(msgspec.Struct, frozen=True, kw_only=True):
+class NextRoute(msgspec.Struct, frozen=True, kw_only=True):
+    verb: str  # the operation, as every door names it (unblock, claim, review, …)
+    method: str | None  # None: no route of this API takes it
+    path: str | None  # with its query, if any
+    body: dict[str, Any] | None = None  # the JSON body's fields known (an artifact: bytes)
+    fill: list[str] = []  # the body's fields still to give (`content`: an artifact's bytes)
+    actor: str | None = None  # whose token takes it (null: the caller's)
+
+
+class ErrorBody(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     code: str  # stable, e.g. not_found, not_authorized, stale_lease
     message: str  # what was refused and why
-    hint: str  # what to do next
+    hint: str  # what to do next, in words (each step as its route)
+    next: NextRoute | None = None  # the first next step, as data
+    also: list[NextRoute] = []  # any further steps (another blocker, another way)
 
 
 class ErrorDocument(msgspec.Struct, frozen=True, kw_only=True):
     error: ErrorBody
+
+
+# the route of each shared verb other than POST /api/runs/{run}/{verb}
+ROUTES: Final[dict[str, tuple[str, str] | None]] = {
+    "read": ("GET", "/api/runs/{run}"), "list": ("GET", "/api/runs"),
+    "start": ("POST", "/api/runs"), "artifact": ("POST", "/api/runs/{run}/artifacts/{name}"),
+    "deliver": None}
+
+
+def next_route(step: Step) -> NextRoute:
+    """A step as the request that takes it."""
+    route = ROUTES.get(step.verb, ("POST", f"/api/runs/{{run}}/{step.verb}"))
+    if route is None:
+        return NextRoute(verb=step.verb, method=None, path=None, actor=step.actor)
+    body: dict[str, Any] = dict(step.args)
+    path = route[1].format(run=quote(step.run or "RUN", safe=""),
+                           name=quote(body.pop("name", "NAME"), safe=""))
+    if step.verb == "artifact":
+        path += f"?{urlencode({'role': body.pop('role')})}" if "role" in body else ""
+        body.pop("content", None)
+    if step.verb == "approve" and "gate" in body:
+        body["waivers"] = {body.pop("gate"): body.pop("reason", "")}
+    if "command" in body:
+        body["argv"] = [body.pop("command")]
+    fill = ["argv" if n == "command" else "waivers" if step.verb == "approve" else n
+            for n in step.fill]
+    return NextRoute(verb=step.verb, method=route[0], path=path,
+                     body=(body or None) if route[0] == "POST" else None,
+                     fill=list(dict.fromkeys(fill)), actor=step.actor)
+
+
+def route_text(step: Step) -> str:
+    """A step in words: `POST /api/runs/wp_…/unblock {"blocker":"b1"} + resolution`."""
+    route = next_route(step)
+    said = (f"{route.method} {route.path}" if route.method is not None
+            else f"{step.verb}, which no route of this API takes")
+    if route.body:
+        said += " " + msgspec.json.encode(route.body).decode()
+    if route.fill:
+        said += " + " + ", ".join(route.fill)
+    return said if route.actor is None else f"{said}, with {route.actor}'s token"
 
 
 def status_of(exc: errors.WaypostError) -> int:
@@ -67,12 +123,18 @@ def document(code: str, message: str, hint: str = "") -> ErrorDocument:
     return ErrorDocument(error=ErrorBody(code=code, message=message, hint=hint))
 
 
+def error_body(exc: errors.WaypostError) -> ErrorBody:
+    """The error with its hint and steps worded as routes."""
+    routes = [next_route(s) for s in exc.steps]
+    return ErrorBody(code=exc.code, message=exc.message, hint=exc.hint_with(route_text),
+                     next=routes[0] if routes else None, also=routes[1:])
+
+
 def waypost_error(_: Request[Any, Any, Any], exc: errors.WaypostError
                   ) -> Response[ErrorDocument]:
     status = status_of(exc)
     headers = {503: {"Retry-After": "1"}, 401: {"WWW-Authenticate": "Bearer"}}.get(status)
-    return Response(document(exc.code, exc.message, exc.hint), status_code=status,
-                    headers=headers)
+    return Response(ErrorDocument(error=error_body(exc)), status_code=status, headers=headers)
 
 
 def litestar_error(_: Request[Any, Any, Any], exc: HTTPException

@@ -1,14 +1,15 @@
 """Every tool's answer, in one place: a success as structured content (plain JSON built
 from waypost's own records, as `--json` prints them), and the one map from the exception
-root to a tool error (`isError`) whose text is the CLI's message and hint, ending with the
-tool to call next. The SDK would re-wrap a raised exception ("Error executing tool …"), so
-refusals are returned, not raised."""
+root to a tool error (`isError`): its text is the message, the hint with each next step as
+the tool call that takes it, and the tool to call next; its structured content the error
+and the first step as data (`next: {"tool", "arguments", "fill", "actor"}`). The SDK would
+re-wrap a raised exception ("Error executing tool …"), so refusals are returned, not
+raised."""
 
 from __future__ import annotations
 
 import inspect
 import logging
-import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -16,24 +17,20 @@ import msgspec
 from mcp.server import MCPServer
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 
-from waypost.errors import InvalidInput, StoreBusy, WaypostError
+from waypost.errors import InvalidInput, Step, StoreBusy, WaypostError
 from waypost.model import to_json
 
 logger = logging.getLogger("waypost.mcp")
 
-# the CLI verb a hint names → the tool that does the same here (longest first)
-TOOL_OF_VERB = (
-    ("evidence run", "run_evidence"), ("evidence check", "check_evidence"),
-    ("evidence skip", "skip_evidence"), ("evidence add", "run_evidence"),
-    ("artifact add", "add_artifact"), ("artifact get", "checkpoint_status"),
-    ("start", "checkpoint_start"), ("show", "checkpoint_status"),
-    ("ls", "checkpoint_status"), ("log", "checkpoint_status"),
-    ("heartbeat", "heartbeat"), ("block", "block"), ("unblock", "unblock"),
-    ("ready", "mark_ready"), ("claim", "resume"), ("resume", "resume"),
-    ("review", "review"), ("approve", "approve"), ("changes", "request_changes"),
-    ("cancel", "cancel"), ("retarget", "retarget"),
-)
-_VERB = re.compile(r"\bwaypost ((?:evidence|artifact) \w+|\w+)")
+# the tool that takes each shared verb here (None: no tool of this server does)
+TOOL_OF_VERB: dict[str, str | None] = {
+    "read": "checkpoint_status", "list": "checkpoint_status", "start": "checkpoint_start",
+    "claim": "resume", "resume": "resume", "heartbeat": "heartbeat", "block": "block",
+    "unblock": "unblock", "artifact": "add_artifact", "evidence": "run_evidence",
+    "ready": "mark_ready", "review": "review", "approve": "approve",
+    "changes": "request_changes", "cancel": "cancel", "retarget": "retarget",
+    "transfer": None, "deliver": None,
+}
 
 
 # what a host may assume of each tool (hints): reads change nothing; a repeat of these
@@ -72,7 +69,7 @@ def answer(tool: str, work: Callable[[], Mapping[str, Any]]) -> CallToolResult:
     try:
         return success(work())
     except WaypostError as exc:
-        return error(refusal_text(tool, exc))
+        return refused(tool, exc)
     except Exception:  # a bug: the traceback stays in the server's log
         logger.exception("waypost tool %s failed unexpectedly", tool)
         return error(f"waypost failed unexpectedly in {tool} (a bug; the server's log has "
@@ -80,28 +77,84 @@ def answer(tool: str, work: Callable[[], Mapping[str, Any]]) -> CallToolResult:
                      "next tool: checkpoint_status")
 
 
-def error(text: str) -> CallToolResult:
-    return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
+def error(text: str, document: dict[str, Any] | None = None) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True,
+                          structured_content=document)
+
+
+def refused(tool: str, exc: WaypostError) -> CallToolResult:
+    """A refusal as a tool error: its words, and its error and next step as data."""
+    document: dict[str, Any] = {"error": {"code": exc.code, "message": exc.message,
+                                          "hint": exc.hint_with(call_text)}}
+    if exc.steps:
+        document["next"] = next_call(exc.steps[0])
+    if exc.steps[1:]:
+        document["also"] = [next_call(s) for s in exc.steps[1:]]
+    return error(refusal_text(tool, exc), document)
 
 
 def refusal_text(tool: str, exc: WaypostError) -> str:
-    """The CLI's message and hint, then the tool to call next."""
+    """The message, the hint with its steps as tool calls, then the tool to call next."""
     lines = [exc.message]
-    if exc.hint:
-        lines.append(f"next: {exc.hint}")
+    hint = exc.hint_with(call_text)
+    if hint:
+        lines.append(f"next: {hint}")
     lines.append(f"next tool: {next_tool(tool, exc)}")
     return "\n".join(lines)
 
 
 def next_tool(tool: str, exc: WaypostError) -> str:
-    """The tool the hint's command maps to; else what fits the kind of refusal."""
-    for found in _VERB.finditer(exc.hint):
-        verb = found.group(1)
-        for cli_verb, name in TOOL_OF_VERB:
-            if verb == cli_verb or verb.startswith(cli_verb + " "):
-                return name
+    """The tool of the first step this server has a tool for; else what fits the kind of
+    refusal."""
+    for step in exc.steps:
+        found = tool_of(step)
+        if found is not None:
+            return found
     if isinstance(exc, InvalidInput):
         return f"{tool} (again, with corrected arguments)"
     if isinstance(exc, StoreBusy):
         return f"{tool} (again, in a moment: nothing was written)"
     return "checkpoint_status"
+
+
+def tool_of(step: Step) -> str | None:
+    if step.verb == "evidence":
+        named = {*step.args, *step.fill}
+        return ("check_evidence" if "check" in named else
+                "skip_evidence" if "reason" in named else "run_evidence")
+    return TOOL_OF_VERB[step.verb]
+
+
+def arguments(step: Step) -> dict[str, Any]:
+    """The step's arguments as the tool takes them: a command as a list, a waiver as
+    `waivers` (its reason left empty, to be filled in: an empty one is refused)."""
+    given: dict[str, Any] = {} if step.run is None else {"run": step.run}
+    rest = dict(step.args)
+    if step.verb == "approve" and "gate" in rest:
+        given["waivers"] = {rest.pop("gate"): rest.pop("reason", "")}
+    if "command" in rest:
+        given["command"] = [rest.pop("command")]
+    return given | rest
+
+
+def next_call(step: Step) -> dict[str, Any]:
+    """A step as data: the tool (None where this server has none: the verb names it), its
+    arguments, those to fill in, and who should call it."""
+    return {"tool": tool_of(step), "verb": step.verb, "arguments": arguments(step),
+            "fill": [_filled(step, name) for name in step.fill], "actor": step.actor}
+
+
+def _filled(step: Step, name: str) -> str:
+    if step.verb == "approve" and name in ("gate", "reason"):
+        return "waivers"
+    return name
+
+
+def call_text(step: Step) -> str:
+    """A step in words: `tool(run="wp_…", blocker="b1", resolution=…)`, as ACTOR."""
+    shown = [f"{k}={to_json(v).decode()}" for k, v in arguments(step).items()]
+    shown += [f"{name}=…" for name in dict.fromkeys(_filled(step, n) for n in step.fill)]
+    tool = tool_of(step)
+    said = (f"{tool}({', '.join(shown)})" if tool is not None else
+            f"{step.verb} ({', '.join(shown)}): no tool of this server does it")
+    return said if step.actor is None else f"{said} as {step.actor}"

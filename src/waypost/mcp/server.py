@@ -15,6 +15,7 @@ from pydantic import AnyUrl
 from waypost.core.access import Operation
 from waypost.errors import InvalidInput, WaypostError
 from waypost.mcp import owner, worker
+from waypost.mcp.answers import call_text
 from waypost.mcp.session import CALL, OPERATION_OF_TOOL, Call, Session
 from waypost.model import TERMINAL, Grant, State, to_json
 
@@ -89,7 +90,8 @@ def _resources(server: MCPServer, session: Session) -> None:
     from waypost.usecases.views import observe_run, observe_runs
 
     def refused(exc: WaypostError) -> ResourceError:
-        return ResourceError(f"{exc.message} (next: {exc.hint})" if exc.hint else exc.message)
+        hint = exc.hint_with(call_text)
+        return ResourceError(f"{exc.message} (next: {hint})" if hint else exc.message)
 
     @server.resource("waypost://runs/{run_id}", name="packet", mime_type="application/json",
                      description="One run's packet as `waypost show RUN --json` prints it "

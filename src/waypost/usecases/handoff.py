@@ -16,7 +16,7 @@ from waypost.core.machine import apply
 from waypost.core.writes import RunWrite, Snapshot
 from waypost.display import one_line
 from waypost.durations import format_duration
-from waypost.errors import IllegalTransition
+from waypost.errors import IllegalTransition, step
 from waypost.events import BlockerResolved, Claimed, Event
 from waypost.model import TERMINAL, Blocker, BlockerKind, Evidence, Gate, Packet
 from waypost.usecases.artifacts import fetch_command
@@ -74,7 +74,7 @@ def check_may_resume(packet: Packet, actor: str) -> None:
     if packet.state in TERMINAL:
         raise IllegalTransition(
             f"{actor} may not resume {packet.id}: it is {packet.state}, which is final",
-            hint=f"see how it ended: waypost show {packet.id}")
+            steps=[step("read", packet.id, why="see how it ended")])
 
 
 def _silent_blockers(packet: Packet) -> list[Blocker]:

@@ -23,7 +23,7 @@ from waypost.core.history import prepare
 from waypost.core.machine import next_blocker_id, next_evidence_id
 from waypost.core.writes import RunWrite, Snapshot
 from waypost.durations import MAX_DURATION, Clock, utcnow
-from waypost.errors import InvalidInput, NotFound, VersionConflict, WaypostError
+from waypost.errors import InvalidInput, NotFound, VersionConflict, WaypostError, step
 from waypost.events import (
     AnyEventData,
     Approved,
@@ -149,7 +149,7 @@ class Run:
         if self.expected_version not in (None, snap.packet.version):
             raise VersionConflict(
                 f"run {self.id} is at version {snap.packet.version}, not {self.expected_version}",
-                hint=f"read it again: waypost show {self.id}",
+                steps=[step("read", self.id, why="read it again")],
             )
         return prepare(snap, [(build(snap.packet), self.epoch)], actor=self.actor,
                        at=self.clock())
@@ -207,7 +207,7 @@ class Run:
             if p.state not in TERMINAL and not any(b.id == blocker_id for b in p.blockers):
                 known = ", ".join(b.id for b in p.open_blockers) or "none"
                 raise NotFound(f"run {p.id} has no blocker {blocker_id} (open: {known})",
-                               hint=f"see its blockers: waypost show {p.id}")
+                               steps=[step("read", p.id, why="see its blockers")])
             return BlockerResolved(blocker_id=blocker_id, resolution=resolution)
 
         return self.write(build)

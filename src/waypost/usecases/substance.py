@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import hashlib
 import re
-import shlex
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
 
 from waypost.config import Config
-from waypost.errors import NotFound, RuleViolation
+from waypost.errors import NotFound, RuleViolation, step
 from waypost.model import Artifact, Packet
 from waypost.store.base import Store
 
@@ -133,6 +132,6 @@ def require_substantive(store: Store, packet: Packet, names: Sequence[str],
         if problem:
             raise RuleViolation(
                 f"run {packet.id} cannot be marked ready: {problem}",
-                hint=f"write the real content, record it again with: waypost artifact add "
-                f"{packet.id} {shlex.join([artifact.path or name, '--name', name])}; then "
-                "mark it ready")
+                hint="write the real content, then mark it ready",
+                steps=[step("artifact", packet.id, name=name, why="record it again with",
+                            **({"content": artifact.path} if artifact.path else {}))])
