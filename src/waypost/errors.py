@@ -5,6 +5,7 @@
     ├── Refused                     3  the rules said no
     │   ├── IllegalTransition          the state machine has no such move
     │   ├── RuleViolation              the move exists but a precondition fails
+    │   │   └── TooLarge                   bytes past a size limit (HTTP 413)
     │   ├── StaleLease                 a write carrying an old lease epoch
     │   ├── NotAuthorized              the actor may not do this
     │   ├── Unauthenticated            no valid token: unknown, expired or revoked
@@ -146,6 +147,12 @@ class RuleViolation(Refused):
     """The move is refused because a precondition does not hold."""
 
     code = "rule_violation"
+
+
+class TooLarge(RuleViolation):
+    """The bytes are larger than the limit allows; nothing was stored."""
+
+    code = "too_large"
 
 
 class StaleLease(Refused):

@@ -231,6 +231,33 @@ def test_the_async_verbs_are_awaited(store_url: str, tmp_path: Path) -> None:
     assert packet_of(store_url, run_id).state is waypost.State.READY_FOR_REVIEW
 
 
+def test_bytes_the_program_made_are_recorded_without_a_file(
+        store_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "waypost.toml").write_text("[limits]\nmax_artifact_bytes = 64\n")
+    monkeypatch.chdir(tmp_path)
+    counts = b'{"orders": 412, "pages": 12}'
+
+    async def main() -> str:
+        async with waypost.arun("bytes", owner="alice", target="none:", max_silence=600,
+                                actor="w1", store=store_url) as run:
+            await run.artifact_bytes("counts.json", counts, role="result")
+            run.sync.artifact_bytes("log.txt", iter([b"page 1 ok\n", b"page 2 ok\n"]))
+            with pytest.raises(waypost.errors.TooLarge):
+                run.sync.artifact_bytes("big.txt", [b"x" * 40, b"y" * 40])
+            with pytest.raises(waypost.InvalidInput, match="not bytes"):
+                run.sync.artifact_bytes("text.txt", ["a str, not bytes"])  # type: ignore[list-item]
+            await run.evidence([sys.executable, "-c", "pass"], kind="test")
+            await run.ready("counted", artifacts=["counts.json"])
+            return run.id
+
+    run_id = asyncio.run(main())
+    packet = packet_of(store_url, run_id)
+    assert [(a.name, a.bytes, a.media_type) for a in packet.artifacts] == [
+        ("counts.json", len(counts), "application/json"), ("log.txt", 20, "text/plain")]
+    with open_store(store_url) as store:
+        assert store.get_blob(packet.artifacts[0].sha256 or "") == counts
+
+
 def test_arun_takes_what_run_takes() -> None:
     assert inspect.signature(waypost.arun).parameters == inspect.signature(
         waypost.run).parameters

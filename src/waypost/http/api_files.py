@@ -1,23 +1,26 @@
-"""Artifacts over HTTP: an upload is streamed and counted against the store's artifact
-limit (413 past it, before the rest is read), decided (name, role, the run's rules, the
-lease) before its first byte is read; a download is the stored blob, checked against its
-sha256, always as an attachment (never rendered by the browser on the board's origin)."""
+"""Artifacts over HTTP: an upload is the body's bytes handed as they stream to the one verb
+that records bytes (`Run.add_artifact_bytes`: name, role, the run's rules, the lease and a
+declared Content-Length decided before the first byte is read; then counted, 413 past the
+limit before the rest is read); a download is the stored blob, checked against its sha256,
+always as an attachment (never rendered by the browser on the board's origin)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Annotated, Any
 
-from anyio import to_thread
+from anyio import from_thread, to_thread
 from litestar import Controller, Request, Response, get, post
 from litestar.openapi.spec import OpenAPIMediaType, Operation, RequestBody, Schema
 from litestar.openapi.spec.enums import OpenAPIFormat, OpenAPIType
 from litestar.params import PathParameter, QueryParameter
 
+from waypost.errors import TooLarge
 from waypost.http import operations as ops
 from waypost.http import shapes
 from waypost.http.deps import CallerDep, ConfigDep, StoreDep
-from waypost.http.errors import ERRORS, TooLarge
+from waypost.http.errors import ERRORS
 from waypost.model import ArtifactRole
 
 RunId = Annotated[str, PathParameter(max_length=64, description="The run's id (wp_…).")]
@@ -50,11 +53,11 @@ class ArtifactsController(Controller):
         epoch: Annotated[int | None, QueryParameter(ge=1, le=2**62, description=(
             "The worker's lease epoch (from claim)."))] = None,
     ) -> shapes.Artifacted:
-        await to_thread.run_sync(lambda: ops.precheck_artifact(
-            store, caller, run_id, name=name, role=role, epoch=epoch))
-        data = await read_at_most(request, config.project.max_artifact_bytes)
+        declared = request.headers.get("content-length")
+        size = int(declared) if declared is not None and declared.isdigit() else None
         return await to_thread.run_sync(lambda: ops.add_artifact(
-            store, caller, run_id, name=name, role=role, epoch=epoch, data=data))
+            store, caller, run_id, name=name, role=role, epoch=epoch, chunks=pulled(request),
+            size=size, max_bytes=config.project.max_artifact_bytes))
 
     @get("/{name:str}", sync_to_thread=True, responses=ERRORS,
          media_type="application/octet-stream", summary="Download a stored artifact")
@@ -68,8 +71,21 @@ class ArtifactsController(Controller):
             "X-Waypost-Sha256": artifact.sha256 or ""})
 
 
+def pulled(request: Request[Any, Any, Any]) -> Iterator[bytes]:
+    """The body's chunks, pulled one at a time from the event loop by the worker thread the
+    use case runs in (so a refused upload is never read past the chunk that decided it)."""
+    stream = request.stream()
+    while True:
+        try:
+            yield from_thread.run(stream.__anext__)
+        except StopAsyncIteration:
+            return
+
+
 async def read_at_most(request: Request[Any, Any, Any], limit: int) -> bytes:
-    """The whole body, refused (TooLarge: 413) as soon as it is past `limit` bytes."""
+    """A whole (small) body, such as a hook's JSON, refused (TooLarge: 413) as soon as it
+    is past `limit` bytes. An artifact's bytes are not read here: they stream to the use
+    case (`pulled`)."""
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise too_large(int(declared), limit)
@@ -84,7 +100,5 @@ async def read_at_most(request: Request[Any, Any, Any], limit: int) -> bytes:
 
 
 def too_large(size: int, limit: int) -> TooLarge:
-    return TooLarge(f"the artifact is over the limit of {limit} bytes ({size} sent so far); "
-                    "nothing was stored",
-                    hint="raise [limits] max_artifact_bytes in the server's waypost.toml, or "
-                    "record a URL instead")
+    return TooLarge(f"the request body is over this route's limit of {limit} bytes ({size} "
+                    "sent so far); nothing was done", hint="send a smaller body")

@@ -17,16 +17,9 @@ from litestar.openapi.datastructures import ResponseSpec
 from waypost import errors
 from waypost.errors import Step
 
-
-class TooLarge(errors.InvalidInput):
-    """The request body is larger than the server takes."""
-
-    code = "too_large"
-
-
 # Most specific first: the first class an error is an instance of decides its status.
 STATUSES: Final[tuple[tuple[type[errors.WaypostError], int], ...]] = (
-    (TooLarge, 413),
+    (errors.TooLarge, 413),
     (errors.Unauthenticated, 401),
     (errors.NotAuthorized, 403),
     (errors.IllegalTransition, 409),

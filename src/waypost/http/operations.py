@@ -6,7 +6,7 @@ a rule of its own; the HTTP routes only read requests into these calls."""
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from waypost.core import access
 from waypost.core.access import Caller, Operation
@@ -173,32 +173,16 @@ def unblock(store: Store, caller: Caller, run_id: str,
 
 
 def add_artifact(store: Store, caller: Caller, run_id: str, *, name: str, role: ArtifactRole,
-                 epoch: int | None, data: bytes) -> shapes.Artifacted:
-    """Record bytes sent over HTTP, decided (name, rules, lease) before they are stored."""
-    import msgspec
-
-    from waypost.events import ArtifactRecorded
-    from waypost.usecases import artifacts
-
+                 epoch: int | None, chunks: Iterable[bytes], size: int | None,
+                 max_bytes: int) -> shapes.Artifacted:
+    """Record bytes sent over HTTP (`Run.add_artifact_bytes`: decided, then counted)."""
     run = handle(store, caller, run_id, Operation.ARTIFACT, epoch=epoch)
-    record = artifacts.sent_record(name, role=role, at=utcnow(), by=caller.holder)
-    run.precheck(lambda p: ArtifactRecorded(artifact=record))
-    record = msgspec.structs.replace(record, sha256=store.put_blob(data), bytes=len(data))
-    packet = run.record_artifact(record)
+    packet = run.add_artifact_bytes(name, chunks, role=role, max_bytes=max_bytes, size=size)
+    record = packet.artifact(name)
+    assert record is not None
     return shapes.Artifacted(run=run_id, name=record.name, role=record.role,
-                             sha256=record.sha256 or "", bytes=len(data),
+                             sha256=record.sha256 or "", bytes=record.bytes or 0,
                              version=packet.version)
-
-
-def precheck_artifact(store: Store, caller: Caller, run_id: str, *, name: str,
-                      role: ArtifactRole, epoch: int | None) -> None:
-    """Everything `add_artifact` decides, before a byte of the upload is read."""
-    from waypost.events import ArtifactRecorded
-    from waypost.usecases import artifacts
-
-    run = handle(store, caller, run_id, Operation.ARTIFACT, epoch=epoch)
-    record = artifacts.sent_record(name, role=role, at=utcnow(), by=caller.holder)
-    run.precheck(lambda p: ArtifactRecorded(artifact=record))
 
 
 def evidence(store: Store, caller: Caller, config: ServerConfig, run_id: str,

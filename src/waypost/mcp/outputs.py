@@ -4,16 +4,14 @@ skip_evidence. Each calls the use case of the CLI verb of the same job (`waypost
 from __future__ import annotations
 
 import shlex
-import tempfile
 from collections.abc import Callable
-from pathlib import Path
 from typing import Annotated, Any
 
 import msgspec
 from mcp.types import CallToolResult
 from pydantic import Field
 
-from waypost import model
+from waypost import inputs, model
 from waypost.core import access
 from waypost.errors import InvalidInput
 from waypost.mcp.answers import answer, as_json
@@ -78,18 +76,10 @@ def _add_artifact(session: Session) -> Any:
 
 
 def _add_inline(handle: runs.Run, name: str, role: str, content: str, limit: int) -> Packet:
-    """Inline text recorded as the CLI records a file: written to a private temporary file
-    (never under the caller's name) and added from there, within the size limit."""
-    data = content.encode("utf-8", errors="strict")
-    if len(data) > limit:
-        raise InvalidInput(f"artifact {name!r} is {len(data)} bytes, over the limit of "
-                           f"{limit}", hint="store a smaller artifact, or raise "
-                           "[limits] max_artifact_bytes")
-    with tempfile.TemporaryDirectory(prefix="waypost-mcp-") as folder:
-        file = Path(folder) / "content"
-        file.write_bytes(data)
-        return handle.add_artifact(str(file), role=model.ArtifactRole(role), name=name,
-                                   max_bytes=limit)
+    """Inline text recorded as bytes (`Run.add_artifact_bytes`: decided, then counted)."""
+    inputs.utf8([content], "content")
+    return handle.add_artifact_bytes(name, [content.encode("utf-8")],
+                                     role=model.ArtifactRole(role), max_bytes=limit)
 
 
 def _plain(record: Any) -> dict[str, Any]:

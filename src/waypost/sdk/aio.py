@@ -5,7 +5,7 @@ second implementation: the sync block is entered, left and acted on in a worker 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from types import TracebackType
 from typing import TYPE_CHECKING
@@ -59,6 +59,11 @@ class AsyncWorker:
     async def artifact(self, path: str, role: ArtifactRole | str = ArtifactRole.OTHER,
                        name: str | None = None) -> Packet:
         return await asyncio.to_thread(self.sync.artifact, path, role, name)
+
+    async def artifact_bytes(self, name: str, data: bytes | Iterable[bytes],
+                             role: ArtifactRole | str = ArtifactRole.OTHER,
+                             media_type: str | None = None) -> Packet:
+        return await asyncio.to_thread(self.sync.artifact_bytes, name, data, role, media_type)
 
     async def evidence(self, command: Sequence[str] | str, kind: EvidenceKind | str = "command",
                        cwd: str | None = None, timeout: float | None = None) -> Evidence:

@@ -6,7 +6,8 @@ heartbeaten while the block runs, and never left silently `in_progress` when it 
         run.note("imported 5 of 12 pages", progress=0.4)
         run.evidence(["pytest", "-q"], kind="test")
         run.artifact("orders.md", role="report")
-        run.ready("all orders imported")
+        run.artifact_bytes("counts.json", b'{"orders": 12}', role="result")
+        run.ready("all orders imported", artifacts=["counts.json"])
 
 A thin layer over the use cases (`waypost.usecases.runs`): every verb is `Run`'s, with its rules and
 refusals. `waypost.arun` (`waypost.sdk.aio`) is the same block for `async with`.
@@ -18,7 +19,7 @@ import os
 import shlex
 import threading
 import traceback
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from types import TracebackType
@@ -322,6 +323,16 @@ class Worker:
         """Record a durable output: a file (copied into the store) or an http(s) URL."""
         return self._run.add_artifact(path, role=_member(ArtifactRole, role, "role"), name=name,
                                       max_bytes=self._config.max_artifact_bytes)
+
+    def artifact_bytes(self, name: str, data: bytes | Iterable[bytes],
+                       role: ArtifactRole | str = ArtifactRole.OTHER,
+                       media_type: str | None = None) -> Packet:
+        """Record bytes this program made (`data`, or chunks of it) as the artifact `name`,
+        copied into the store, within [limits] max_artifact_bytes; no file needed."""
+        chunks = [data] if isinstance(data, bytes) else data
+        return self._run.add_artifact_bytes(
+            name, chunks, role=_member(ArtifactRole, role, "role"), media_type=media_type,
+            max_bytes=self._config.max_artifact_bytes)
 
     def evidence(self, command: Sequence[str] | str, kind: EvidenceKind | str = "command",
                  cwd: str | None = None, timeout: float | None = None) -> Evidence:

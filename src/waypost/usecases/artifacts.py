@@ -3,8 +3,10 @@ the parent can fetch them after the worker's machine is gone; URLs are reference
 
 Both edges treat their input as hostile. `add` decides the name, the file (a regular file,
 opened once, read in bounded chunks however large it says it is) and the run's rules before a
-byte is stored. `get` writes only regular files, never through a link, a device or a FIFO,
-never over an existing file unless forced, and leaves no temporary file behind on failure.
+byte is stored; bytes sent from elsewhere (an upload, inline content, a program's output:
+`Run.add_artifact_bytes`) are decided the same way, then counted as they come. `get` writes
+only regular files, never through a link, a device or a FIFO, never over an existing file
+unless forced, and leaves no temporary file behind on failure.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import re
 import secrets
 import shlex
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import datetime
@@ -31,7 +33,7 @@ from waypost.errors import (
     IntegrityError,
     InvalidInput,
     NotFound,
-    RuleViolation,
+    TooLarge,
     WaypostError,
 )
 from waypost.model import Artifact, ArtifactRole
@@ -113,13 +115,29 @@ def open_source(source: str, *, role: ArtifactRole, name: str | None, max_bytes:
         os.close(fd)
 
 
-def sent_record(name: str, *, role: ArtifactRole, at: datetime, by: str) -> Artifact:
-    """The record of bytes sent over a network (the HTTP API's upload), decided before they
-    are read: no path, so nothing on this machine's disk is ever compared with it. Its
-    digest and size are added once the bytes are stored."""
+def sent_record(name: str, *, role: ArtifactRole, at: datetime, by: str,
+                media_type: str | None = None, size: int | None = None,
+                max_bytes: int) -> Artifact:
+    """The record of bytes sent from elsewhere, decided before they are read: the name, the
+    media type, and the size the sender declared (if any) against `max_bytes`. No path, so
+    nothing on this machine's disk is ever compared with it. Its digest and size are added
+    once the bytes are stored (`store_chunks`)."""
     label = check_name(name)
-    return Artifact(name=label, role=role, media_type=_media_type(label), stored=True,
-                    recorded_at=at, recorded_by=by)
+    if size is not None and size > max_bytes:
+        raise _too_big(f"artifact {label!r}", max_bytes, f"is {size} bytes")
+    return Artifact(name=label, role=role, stored=True, recorded_at=at, recorded_by=by,
+                    media_type=_media_type(label) if media_type is None
+                    else _checked_media_type(media_type))
+
+
+def store_chunks(store: Store, record: Artifact, chunks: Iterable[bytes],
+                 max_bytes: int) -> Artifact:
+    """The chunks counted as they come (refused past `max_bytes`, whatever was declared),
+    then stored as one blob: `record` with its digest and size. Call only once the run's
+    rules have been checked: storing is the step that leaves a trace."""
+    data = _gathered(chunks, max_bytes, f"artifact {record.name!r}")
+    digest = store.put_blob(data)
+    return msgspec.structs.replace(record, sha256=digest, bytes=len(data))
 
 
 def read_and_store(store: Store, source: Source, max_bytes: int) -> Artifact:
@@ -128,7 +146,8 @@ def read_and_store(store: Store, source: Source, max_bytes: int) -> Artifact:
     rules have been checked: storing is the step that leaves a trace."""
     if source.fd is None:
         return source.record
-    data = _read_at_most(source.fd, max_bytes, source.record.path or "")
+    data = _gathered(_file_chunks(source.fd, max_bytes, source.record.path or ""), max_bytes,
+                     source.record.path or "")
     digest = store.put_blob(data)
     return msgspec.structs.replace(source.record, sha256=digest, bytes=len(data))
 
@@ -173,26 +192,51 @@ def _require_regular(source: str, mode: int) -> None:
                            "recorded", hint="copy what you want to record into a file first")
 
 
-def _read_at_most(fd: int, max_bytes: int, source: str) -> bytes:
-    chunks: list[bytes] = []
+def _file_chunks(fd: int, max_bytes: int, source: str) -> Iterator[bytes]:
+    """The file's bytes, a bounded chunk at a time, never more than one past `max_bytes`."""
     total = 0
-    while True:
+    while total <= max_bytes:
         try:
             chunk = os.read(fd, min(_CHUNK, max_bytes + 1 - total))
         except OSError as exc:
             raise InvalidInput(f"cannot read {source}: {exc.strerror}") from exc
         if not chunk:
-            return b"".join(chunks)
-        chunks.append(chunk)
+            return
         total += len(chunk)
+        yield chunk
+
+
+def _gathered(chunks: Iterable[bytes], max_bytes: int, source: str) -> bytes:
+    """Every chunk, counted as it comes: refused as soon as the count passes `max_bytes`."""
+    kept: list[bytes] = []
+    total = 0
+    for chunk in chunks:
+        if not isinstance(chunk, bytes | bytearray | memoryview):
+            raise InvalidInput(f"{source}: a chunk of {type(chunk).__name__}, not bytes",
+                               hint="pass bytes (encode text first: text.encode())")
+        piece = bytes(chunk)
+        total += len(piece)
         if total > max_bytes:
             raise _too_big(source, max_bytes, f"has more than {max_bytes} bytes")
+        kept.append(piece)
+    return b"".join(kept)
 
 
-def _too_big(source: str, max_bytes: int, how: str) -> RuleViolation:
-    return RuleViolation(
+def _too_big(source: str, max_bytes: int, how: str) -> TooLarge:
+    return TooLarge(
         f"{source} {how}, above the artifact limit of {max_bytes} bytes; nothing was stored",
         hint="raise [limits] max_artifact_bytes in waypost.toml, or record a URL instead")
+
+
+_MEDIA_TYPE = re.compile(r"[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}/"
+                         r"[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}")
+
+
+def _checked_media_type(media_type: str) -> str:
+    if not _MEDIA_TYPE.fullmatch(media_type):
+        raise InvalidInput(f"bad media type {media_type[:80]!r}: write TYPE/SUBTYPE",
+                           hint="e.g. text/markdown, or leave it out to guess from the name")
+    return media_type.lower()
 
 
 # --- get: fetch and write out ---------------------------------------------------------

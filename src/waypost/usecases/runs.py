@@ -12,7 +12,7 @@ from here; they are loaded when their verb is first called.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from waypost import inputs
@@ -228,6 +228,25 @@ class Run:
             self.precheck(lambda p: ArtifactRecorded(artifact=decided.record))
             artifact = artifacts.read_and_store(self.store, decided, max_bytes)
         return self.record_artifact(artifact)
+
+    def add_artifact_bytes(self, name: str, chunks: Iterable[bytes], *, role: ArtifactRole,
+                           max_bytes: int, media_type: str | None = None,
+                           size: int | None = None) -> Packet:
+        """Record bytes sent from elsewhere (an upload, inline content, a program's output)
+        as the artifact `name`, copied into the store: the one way every door records bytes.
+
+        Decided before a byte is stored: the name, the media type (default: from the name),
+        the `size` the sender declared (if any) against `max_bytes`, and the run's rules
+        (state, authority, lease epoch). Only then are the chunks read, counted as they
+        come (refused past `max_bytes`, whatever was declared), stored as one blob and
+        recorded. A refusal stores no blob and writes no event."""
+        from waypost.usecases import artifacts
+
+        record = artifacts.sent_record(name, role=role, media_type=media_type, size=size,
+                                       max_bytes=max_bytes, at=self.clock(), by=self.actor)
+        self.precheck(lambda p: ArtifactRecorded(artifact=record))
+        return self.record_artifact(artifacts.store_chunks(self.store, record, chunks,
+                                                           max_bytes))
 
     def record_artifact(self, artifact: Artifact) -> Packet:
         return self.write(lambda p: ArtifactRecorded(artifact=artifact))
