@@ -76,6 +76,15 @@ class Step:
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError(f"a Step is frozen: cannot set {name}")
 
+    @property
+    def form(self) -> str:
+        """The form of an `evidence` step: `check`, `skip` (it names a reason) or
+        `command`; "" for any other verb."""
+        if self.verb != "evidence":
+            return ""
+        named = {*self.args, *self.fill}
+        return "check" if "check" in named else "skip" if "reason" in named else "command"
+
     def _key(self) -> tuple[Any, ...]:
         return (self.verb, self.run, tuple(self.args.items()), self.fill, self.actor, self.why)
 

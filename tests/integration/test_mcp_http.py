@@ -204,7 +204,8 @@ def test_nothing_runs_on_the_server_unless_it_allows_exec(world: dict[str, Any],
                 assert "would run on this server" in text
                 text = await refused(worker, "add_artifact", run=run, name="notes.md",
                                      path=str(tmp_path / "notes.md"))
-                assert "give content= instead" in text
+                assert "would read it from this server's files" in text
+                assert "send its bytes instead: add_artifact(" in text
             assert not side.exists()
             assert dump_store(world["store"]) == before
         with mcp_server(world["store"], "--allow-exec") as url:

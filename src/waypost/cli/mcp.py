@@ -43,7 +43,7 @@ def mcp(ctx: Ctx, evidence_limit: str, address: str | None, allow_exec: bool,
                            hint="add --http 127.0.0.1:8765, or leave them out")
     try:
         from waypost.mcp.server import check_limit, serve_stdio
-        from waypost.mcp.session import Remote, Session
+        from waypost.mcp.session import Session
     except ImportError as exc:
         raise InvalidInput(f"waypost mcp needs the MCP SDK, which is not installed ({exc})",
                            hint="pip install 'waypost[mcp]'") from exc
@@ -53,10 +53,11 @@ def mcp(ctx: Ctx, evidence_limit: str, address: str | None, allow_exec: bool,
     if address is None:
         serve_stdio(session)
         return
+    from waypost.core.exposure import facing_network
     from waypost.mcp.http import parse_address, serve
 
     parse_address(address)  # decided before anything listens
-    session.remote = Remote(allow_exec=allow_exec, outbound=tuple(outbound))
+    session.exposure = facing_network(allow_exec=allow_exec, outbound=outbound)
     serve(session, address, origins=tuple(origins))
 
 

@@ -23,13 +23,13 @@ PLACEHOLDERS: Final = {"content": "PATH", "target": "URI", "notify": "URI", "to"
                        "reason": "TEXT", "command": "CMD"}
 
 
+EVIDENCE: Final = {"check": "evidence check", "skip": "evidence skip",
+                   "command": "evidence run"}
+
+
 def verb_words(step: Step) -> str:
-    """`evidence run`, `evidence check` or `evidence skip` by what the step names."""
-    if step.verb == "evidence":
-        named = {*step.args, *step.fill}
-        return ("evidence check" if "check" in named else
-                "evidence skip" if "reason" in named else "evidence run")
-    return WORDS.get(step.verb, step.verb)
+    """The CLI's words for the step's verb (`evidence run`, `check` or `skip` by its form)."""
+    return EVIDENCE[step.form] if step.form else WORDS.get(step.verb, step.verb)
 
 
 def command(step: Step) -> str:

@@ -11,12 +11,9 @@ run (`core.authority`) decide as they do for any actor: the holder is the actor.
     owner    everything, on the runs its holder owns (and it starts runs owned by its
              holder); on other runs it reads
 
-A token for one run (`--run`) reaches that run alone; it starts nothing.
-
-Also here: what a remote caller may make the server do. Nothing runs on the server because
-a remote caller asked (commands, http: checks, checks that read the server's files, exec:
-targets) unless the server was started with --allow-exec, and URLs it registers reach only
-the hosts the server's outbound allow-list names. Pure: the packet and the strings decide.
+A token for one run (`--run`) reaches that run alone; it starts nothing. What a remote
+caller may make the server run, read or reach is the other policy of the authenticated
+doors: `waypost.core.exposure`.
 """
 
 from __future__ import annotations
@@ -25,7 +22,7 @@ import enum
 from collections.abc import Iterable
 from typing import Final, Protocol
 
-from waypost.errors import NotAuthorized, NotFound, Refused, step
+from waypost.errors import NotAuthorized, NotFound, step
 from waypost.model import BlockerKind, Packet
 
 
@@ -141,92 +138,3 @@ def _role_hint(operation: Operation) -> str:
     if operation in WORKER_OPERATIONS:
         return "use a worker token for this run (waypost token issue --role worker --run RUN)"
     return "use the run owner's token (waypost token issue --role owner --holder OWNER)"
-
-
-# --- what a remote caller may make the server do ------------------------------------------
-
-RUNS_HERE: Final = ("command", "http")  # check kinds that run or reach out from the server
-
-
-def exec_refusal(what: str) -> Refused:
-    return Refused(
-        f"{what}: nothing runs on this server because a remote caller asked",
-        hint="run it where it may run (waypost review / waypost evidence run on your own "
-        "machine), or start the server with --allow-exec")
-
-
-def check_remote_check(spec: str, packet: Packet, *, allow_exec: bool,
-                       outbound: Iterable[str] = ()) -> None:
-    """Refuse a check (evidence or a gate at review) that would run a command, reach out
-    from the server or read the server's files, unless `allow_exec`. Artifact, no-private
-    and grep checks over stored artifacts always work."""
-    kind, _, arg = spec.strip().partition(":")
-    if allow_exec:
-        if kind == "http":
-            check_outbound(arg.strip().partition(" ")[0], f"check {spec[:80]!r}", outbound)
-        return
-    if kind in RUNS_HERE:
-        raise exec_refusal(f"the {kind}: check {spec[:80]!r} would run on this server")
-    if kind in ("grep", "grep!"):
-        where = arg.rpartition(":")[2].strip()
-        artifact = packet.artifact(where)
-        if artifact is None or not artifact.stored:
-            raise exec_refusal(f"the check {spec[:80]!r} would read {where!r} from this "
-                               "server's files (no stored artifact has that name)")
-
-
-def check_remote_review(packet: Packet, *, allow_exec: bool,
-                        outbound: Iterable[str] = ()) -> None:
-    """A review runs every gate: refused when any gate would (`check_remote_check`)."""
-    for gate in packet.gates:
-        check_remote_check(gate.check, packet, allow_exec=allow_exec, outbound=outbound)
-
-
-def check_remote_uri(uri: str | None, field: str, *, outbound: Iterable[str],
-                     allow_exec: bool) -> None:
-    """A target, notify or check URL registered over HTTP: an http(s) URL reaches only a
-    host the outbound allow-list names; an exec: target runs only with `allow_exec`."""
-    if uri is None:
-        return
-    if uri.startswith("exec:") and not allow_exec:
-        raise exec_refusal(f"the {field} {uri[:80]!r} would run a command on the relay")
-    if uri.startswith(("http://", "https://")):
-        check_outbound(uri, field, outbound)
-
-
-def check_remote_gates(gates: Iterable[str], *, outbound: Iterable[str]) -> None:
-    """Gates registered over HTTP: an http: check reaches only a listed host (a command:
-    gate is recorded; it runs where the owner reviews)."""
-    for check in gates:
-        kind, _, arg = check.strip().partition(":")
-        if kind == "http":
-            check_outbound(arg.strip().partition(" ")[0], f"gate {check[:80]!r}", outbound)
-
-
-def url_host(url: str) -> str:
-    """The host of an http(s) URL, lower-cased, without port or IPv6 brackets; "" (no host
-    that can be allowed) when the authority holds a user part or a character that parsers
-    read differently (`@`, a backslash, a percent escape, a space or a control)."""
-    authority = url.partition("://")[2]
-    for end in "/?#":
-        authority = authority.partition(end)[0]
-    if any(c in authority for c in "@\\%") or not authority.isprintable() or " " in authority:
-        return ""
-    if authority.startswith("["):  # an IPv6 literal, closed, then at most a port
-        inside, closed, rest = authority[1:].partition("]")
-        if not closed or (rest and not rest.startswith(":")) or not inside or \
-                any(c not in "0123456789abcdefABCDEF:." for c in inside):
-            return ""
-        return inside.lower()
-    host = authority.partition(":")[0].lower()
-    return "" if "[" in host or "]" in host else host
-
-
-def check_outbound(url: str, field: str, outbound: Iterable[str]) -> None:
-    host = url_host(url)
-    allowed = {h.strip().lower().strip("[]") for h in outbound}
-    if not host or host not in allowed:
-        raise NotAuthorized(
-            f"the {field} {url[:80]!r} reaches {host or 'no host'!r}, which this server's "
-            "outbound allow-list does not name",
-            hint="use a listed host, or start the server with --allow-host HOST")

@@ -5,7 +5,7 @@ a rule of its own; the HTTP routes only read requests into these calls."""
 
 from __future__ import annotations
 
-import functools
+import shlex
 from collections.abc import Iterable, Sequence
 
 from waypost.core import access
@@ -111,9 +111,8 @@ def artifact(store: Store, caller: Caller, run_id: str, name: str) -> tuple[Arti
 def start(store: Store, caller: Caller, config: ServerConfig, body: shapes.StartBody,
           idempotency_key: str | None) -> shapes.Started:
     access.check_operation(caller, Operation.START, owner=body.owner)
-    check_uris(config, target=body.target, notify=body.notify)
     gates = [starting.parse_gate(g) for g in body.gates]
-    access.check_remote_gates([g.check for g in gates], outbound=config.outbound)
+    config.exposure.check_start(target=body.target, notify=body.notify, gates=gates)
     numbers = {field: None if value is None else parse_duration(value, field, positive=True)
                for field, value in (("expect", body.expect),
                                     ("heartbeat_interval", body.heartbeat_interval),
@@ -130,12 +129,6 @@ def start(store: Store, caller: Caller, config: ServerConfig, body: shapes.Start
         max_silence=numbers["max_silence"], review_within=numbers["review_within"])
     packet = run.packet
     return shapes.Started(run=packet.id, created=created, packet=observe_run(store, packet))
-
-
-def check_uris(config: ServerConfig, *, target: str | None, notify: str | None) -> None:
-    for field, uri in (("target", target), ("notify", notify)):
-        access.check_remote_uri(uri, field, outbound=config.outbound,
-                                allow_exec=config.allow_exec)
 
 
 # --- the worker's ---------------------------------------------------------------------------
@@ -194,13 +187,13 @@ def evidence(store: Store, caller: Caller, config: ServerConfig, run_id: str,
         raise InvalidInput("evidence takes one of: check, argv, reason, verdict (with "
                            f"summary); got {', '.join(given) or 'none'}",
                            hint='e.g. {"check": "artifact:report.md"}')
+    exposure = config.exposure
     if body.check is not None:
-        access.check_remote_check(body.check, run.packet, allow_exec=config.allow_exec,
-                                  outbound=config.outbound)
-        return moved(store, run.check(body.check, config=config.project))
+        exposure.check_check(body.check, run.packet)
+        return moved(store, run.check(body.check, config=config.project,
+                                      files=exposure.reads_files))
     if body.argv is not None:
-        if not config.allow_exec:
-            raise access.exec_refusal("evidence run would run a command on this server")
+        exposure.check_command(shlex.join(body.argv))
         return moved(store, run.record_command(
             body.argv, kind=body.kind, timeout=config.project.evidence_timeout,
             tail_bytes=config.project.output_tail_bytes,
@@ -226,22 +219,10 @@ def ready(store: Store, caller: Caller, config: ServerConfig, run_id: str,
 
 def review(store: Store, caller: Caller, config: ServerConfig, run_id: str) -> shapes.Reviewed:
     run = handle(store, caller, run_id, Operation.REVIEW)
-    access.check_remote_review(run.packet, allow_exec=config.allow_exec,
-                               outbound=config.outbound)
-    # without --allow-exec, the gates look at no file of this server's: the hash re-check
-    # of an artifact recorded from a relative path finds nothing there to compare
-    cwd = None if config.allow_exec else empty_dir()
-    packet, report = run.review(config=config.project, cwd=cwd)
+    config.exposure.check_review(run.packet)
+    packet, report = run.review(config=config.project, files=config.exposure.reads_files)
     return shapes.Reviewed(run=run_id, review=report.review, approvable=report.approvable,
                            gates=list(report.gates), packet=observe_run(store, packet))
-
-
-@functools.cache
-def empty_dir() -> str:
-    """An empty folder of this process's own (made once, left empty)."""
-    import tempfile
-
-    return tempfile.mkdtemp(prefix="waypost-review-")
 
 
 def approve(store: Store, caller: Caller, run_id: str, body: shapes.ApproveBody) -> shapes.Moved:
@@ -266,7 +247,7 @@ def cancel(store: Store, caller: Caller, run_id: str, body: shapes.ReasonBody) -
 def retarget(store: Store, caller: Caller, config: ServerConfig, run_id: str,
              body: shapes.RetargetBody) -> shapes.Moved:
     run = handle(store, caller, run_id, Operation.RETARGET)
-    check_uris(config, target=body.target, notify=body.notify)
+    config.exposure.check_targets(target=body.target, notify=body.notify)
     return moved(store, run.retarget(body.target, body.notify, body.accept_duplicate,
                                      config=config.project))
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import msgspec
 
 from waypost.config import Config
+from waypost.core.exposure import Exposure, facing_network
 
 DEFAULT_PORT = 8470
 MAX_JSON_BODY = 1024 * 1024  # a command's JSON body; artifacts stream under their own limit
@@ -32,3 +33,9 @@ class ServerConfig(msgspec.Struct, frozen=True, kw_only=True):
     # request (threads contending for the GIL) than they saved in fsyncs.
     threads: int = THREADS
     project: Config = msgspec.field(default_factory=Config)  # waypost.toml, read at start
+
+    @property
+    def exposure(self) -> Exposure:
+        """What its remote callers may make it run, read or reach (one policy, which MCP
+        over HTTP asks too)."""
+        return facing_network(allow_exec=self.allow_exec, outbound=self.outbound)

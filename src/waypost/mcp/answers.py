@@ -31,6 +31,8 @@ TOOL_OF_VERB: dict[str, str | None] = {
     "changes": "request_changes", "cancel": "cancel", "retarget": "retarget",
     "transfer": None, "deliver": None,
 }
+EVIDENCE_TOOLS = {"check": "check_evidence", "skip": "skip_evidence",
+                  "command": "run_evidence"}  # by the evidence step's form
 
 
 # what a host may assume of each tool (hints): reads change nothing; a repeat of these
@@ -118,11 +120,7 @@ def next_tool(tool: str, exc: WaypostError) -> str:
 
 
 def tool_of(step: Step) -> str | None:
-    if step.verb == "evidence":
-        named = {*step.args, *step.fill}
-        return ("check_evidence" if "check" in named else
-                "skip_evidence" if "reason" in named else "run_evidence")
-    return TOOL_OF_VERB[step.verb]
+    return EVIDENCE_TOOLS[step.form] if step.form else TOOL_OF_VERB[step.verb]
 
 
 def arguments(step: Step) -> dict[str, Any]:

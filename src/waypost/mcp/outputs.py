@@ -12,7 +12,6 @@ from mcp.types import CallToolResult
 from pydantic import Field
 
 from waypost import inputs, model
-from waypost.core import access
 from waypost.errors import InvalidInput
 from waypost.mcp.answers import answer, as_json
 from waypost.mcp.session import Session
@@ -59,10 +58,8 @@ def _add_artifact(session: Session) -> Any:
             limit = session.config.max_artifact_bytes
             with session.store() as store:
                 handle = session.run(store, run)
-                if path is not None and not path.startswith(("http://", "https://")):
-                    session.local_only(f"add_artifact reads {path[:80]!r} from this "
-                                       "server's files (give content= instead)")
                 if path is not None:
+                    session.exposure.check_source(path, run=run, name=name)
                     packet = handle.add_artifact(path, role=model.ArtifactRole(role),
                                                  name=name, max_bytes=limit)
                 else:
@@ -117,8 +114,7 @@ def _run_evidence(session: Session) -> Any:
                     f"{shlex.join(command)}")
             with session.store() as store:
                 handle = session.run(store, run)
-                session.local_only(f"run_evidence would run {shlex.join(command)[:80]!r} "
-                                   "on this server")
+                session.exposure.check_command(shlex.join(command))
                 packet = handle.record_command(
                     command, kind=model.EvidenceKind(kind), timeout=wanted,
                     tail_bytes=session.config.output_tail_bytes,
@@ -147,14 +143,12 @@ def _check_evidence(session: Session) -> Any:
         def work() -> dict[str, Any]:
             with session.store() as store:
                 handle = session.run(store, run)
-                if session.remote is not None:
-                    access.check_remote_check(check, store.get(run),
-                                              allow_exec=session.remote.allow_exec,
-                                              outbound=session.remote.outbound)
+                session.exposure.check_check(check, store.get(run))
                 # a command: check answers within the tool's limit, as run_evidence does
                 limit = min(session.config.evidence_timeout, session.evidence_limit)
                 packet = handle.check(check, config=msgspec.structs.replace(
-                    session.config, evidence_timeout=limit))
+                    session.config, evidence_timeout=limit),
+                    files=session.exposure.reads_files)
             return {"run": run, "evidence": _plain(packet.evidence[-1]),
                     "next": "mark_ready when the evidence shows the work is done"}
 

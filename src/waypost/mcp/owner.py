@@ -13,12 +13,10 @@ from pydantic import Field
 
 from waypost import model
 from waypost.config import Config
-from waypost.core import access
 from waypost.core.targets import FORMS
 from waypost.mcp.answers import add_tools, answer, as_json
 from waypost.mcp.session import Session
 from waypost.mcp.shapes import TEXT_CEILING, Approved, Moved, Retargeted, Reviewed, RunId
-from waypost.mcp.worker import remote_uris
 
 Reason = Annotated[str, Field(min_length=1, max_length=TEXT_CEILING)]
 
@@ -50,11 +48,10 @@ def _review(session: Session) -> Any:
         def work() -> dict[str, Any]:
             with session.store() as store:
                 handle = session.run(store, run)
-                if session.remote is not None:
-                    access.check_remote_review(store.get(run),
-                                               allow_exec=session.remote.allow_exec,
-                                               outbound=session.remote.outbound)
-                _, report = handle.review(config=bounded(session, store.get(run)))
+                packet = store.get(run)
+                session.exposure.check_review(packet)
+                _, report = handle.review(config=bounded(session, packet),
+                                          files=session.exposure.reads_files)
             step = ("approve" if report.approvable else
                     "request_changes with the failed gates, or approve with waivers")
             return {"run": run, "approvable": report.approvable, "report": as_json(report),
@@ -143,7 +140,7 @@ def _retarget(session: Session) -> Any:
         def work() -> dict[str, Any]:
             with session.store() as store:
                 handle = session.run(store, run)
-                remote_uris(session, target=target, notify=notify)
+                session.exposure.check_targets(target=target, notify=notify)
                 packet = handle.retarget(target, notify, accept_duplicate,
                                          config=session.config)
             return {"run": run, "state": packet.state, "target": packet.target,

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from waypost.config import Config
 from waypost.core import access
 from waypost.core.access import Operation
+from waypost.core.exposure import LOCAL, Exposure
 from waypost.errors import Unauthenticated
 from waypost.model import Grant, Packet
 from waypost.store import Store, open_store
@@ -53,14 +54,6 @@ class Call:
 CALL: ContextVar[Call | None] = ContextVar("waypost_mcp_call", default=None)
 
 
-@dataclass(frozen=True)
-class Remote:
-    """A server facing the network: what remote callers may make it do."""
-
-    allow_exec: bool = False  # run commands, read the server's files, reach http: checks
-    outbound: tuple[str, ...] = ()  # hosts the URLs a caller registers may reach
-
-
 @dataclass
 class Session:
     """What every tool shares: who acts, on which store, within which limits."""
@@ -73,7 +66,9 @@ class Session:
     # read once at start: the variable is inherited), recorded on the runs this server starts
     # so that the host's hooks find the session's run
     host_session: str | None = None
-    remote: Remote | None = None  # set when serving over HTTP
+    # what the callers may make this server run, read or reach: LOCAL over stdio, the
+    # --allow-exec / --allow-host policy over HTTP (`waypost.core.exposure`)
+    exposure: Exposure = LOCAL
     epochs: dict[tuple[str, str], int] = field(default_factory=dict)  # (actor, run) → epoch
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -100,7 +95,7 @@ class Session:
                owner: str | None = None, blocker: str | None = None) -> None:
         """Over HTTP, refuse what the caller's token does not allow (NotAuthorized); over
         stdio the server's actor is trusted, as the CLI's --as is."""
-        if self.remote is None:
+        if not self.remote:
             return
         call = CALL.get()
         if call is None or call.grant is None:
@@ -113,15 +108,15 @@ class Session:
         grant = self.grant
         return packets if grant is None else access.visible(grant, packets)
 
-    def local_only(self, what: str) -> None:
-        """Refuse, over HTTP without --allow-exec, what would run or read on this machine."""
-        if self.remote is not None and not self.remote.allow_exec:
-            raise access.exec_refusal(what)
+    @property
+    def remote(self) -> bool:
+        """Whether this server faces the network (MCP over HTTP: tokens, the policy)."""
+        return self.exposure.remote
 
     def run(self, store: Store, run_id: str, *, blocker: str | None = None) -> Run:
         """The run, as this call's actor with the epoch held here, once the caller's token
         allows what this call asks of it."""
-        if self.remote is not None:
+        if self.remote:
             self.permit(packet=store.get(run_id), blocker=blocker)
         actor = self.actor
         with self._lock:

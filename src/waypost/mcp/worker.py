@@ -12,7 +12,6 @@ from mcp.types import CallToolResult
 from pydantic import Field
 
 from waypost import model
-from waypost.core import access
 from waypost.core.access import Operation
 from waypost.core.targets import FORMS
 from waypost.durations import parse_deadline, parse_duration, utcnow
@@ -42,18 +41,6 @@ def register(server: MCPServer, session: Session) -> None:
     add_tools(server, (_start(session), _status(session), _heartbeat(session),
                        _block(session), _unblock(session), *outputs.tools(session),
                        _ready(session), _resume(session)))
-
-
-def remote_uris(session: Session, *, target: str | None, notify: str | None,
-                gates: list[str] | None = None) -> None:
-    """Over HTTP: a target or notice URL reaches only the outbound allow-list's hosts, an
-    exec: target runs only with --allow-exec, and so do gates' http: checks."""
-    if session.remote is None:
-        return
-    for uri, name in ((target, "target"), (notify, "notify target")):
-        access.check_remote_uri(uri, name, outbound=session.remote.outbound,
-                                allow_exec=session.remote.allow_exec)
-    access.check_remote_gates(gates or [], outbound=session.remote.outbound)
 
 
 def observed(store: Any, packet: Packet) -> dict[str, Any]:
@@ -107,12 +94,13 @@ def _start(session: Session) -> Any:
             if deadline is not None:
                 parse_deadline(deadline, utcnow(), "deadline")
             session.permit(owner=owner or session.actor)
-            remote_uris(session, target=target, notify=notify, gates=gates)
+            parsed = [starting.parse_gate(g) for g in gates]
+            session.exposure.check_start(target=target, notify=notify, gates=parsed)
             with session.store(create=True) as store:
                 run, created = starting.start(
                     store, title, actor=session.actor, owner=owner, target=target,
                     notify=notify, kind=model.Kind(kind) if kind else None,
-                    deadline=deadline, gates=[starting.parse_gate(g) for g in gates],
+                    deadline=deadline, gates=parsed,
                     worker=session.actor, idempotency_key=idempotency_key,
                     config=session.config, expect=durations["expect"],
                     heartbeat_interval=durations["heartbeat_interval"],

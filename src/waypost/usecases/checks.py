@@ -29,7 +29,7 @@ import msgspec
 
 from waypost.config import Config
 from waypost.errors import InvalidInput, NotFound
-from waypost.model import EvidenceKind, Packet, Verdict
+from waypost.model import Artifact, EvidenceKind, Packet, Verdict
 from waypost.store.base import Store
 from waypost.usecases.evidence import CheckResult, command_summary, run_command, tail
 from waypost.usecases.substance import changed_on_disk, stored_bytes, substance_problem
@@ -66,15 +66,23 @@ class Check(msgspec.Struct, frozen=True, kw_only=True):
 
 @dataclass(frozen=True, kw_only=True)
 class Context:
-    """Where a check runs: against this packet and store, in `cwd`, under `config`."""
+    """Where a check runs: against this packet and store, in `cwd`, under `config`; with
+    `files` False (a remote caller's, see `core.exposure`) it looks at no file of this
+    machine's, not even the one an artifact was recorded from."""
 
     store: Store
     packet: Packet
     config: Config
     cwd: str | None = None
+    files: bool = True
 
     def path(self, name: str) -> Path:
         return Path(self.cwd or ".") / name
+
+    def changed(self, artifact: Artifact) -> str | None:
+        """How the file `artifact` was recorded from differs now (None: it does not, or
+        it is not looked at)."""
+        return changed_on_disk(artifact, self.cwd) if self.files else None
 
 
 def parse_check(spec: str) -> Check:
@@ -115,7 +123,7 @@ def _artifact(check: Check, ctx: Context) -> CheckResult:
         return check_result(check, False,
                             f"no artifact {check.arg!r} was recorded (recorded: {names})")
     data, problem = stored_bytes(ctx.store, artifact)
-    problem = problem or changed_on_disk(artifact, ctx.cwd)
+    problem = problem or ctx.changed(artifact)
     if data is not None and problem is None:
         problem = substance_problem(artifact.name, data, min_bytes=ctx.config.min_artifact_bytes,
                                     min_words=ctx.config.min_artifact_words)
@@ -132,7 +140,7 @@ def hashes_result(ctx: Context) -> CheckResult | None:
     if not stored:
         return None
     problems = [p for a in stored
-                for p in (stored_bytes(ctx.store, a)[1] or changed_on_disk(a, ctx.cwd),) if p]
+                for p in (stored_bytes(ctx.store, a)[1] or ctx.changed(a),) if p]
     check = Check(spec="artifact hashes", kind=CheckKind.ARTIFACT)
     names = tuple(a.name for a in stored)
     if problems:

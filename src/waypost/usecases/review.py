@@ -50,9 +50,11 @@ def run_gate(gate: Gate, ctx: Context) -> CheckResult:
 Measured = Sequence[tuple[str, CheckResult]]  # (gate name, what its check found)
 
 
-def measure(store: Store, packet: Packet, config: Config, cwd: str | None) -> Measured:
-    """Every declared gate run now, and the built-in re-verification of stored artifacts."""
-    ctx = Context(store=store, packet=packet, config=config, cwd=cwd)
+def measure(store: Store, packet: Packet, config: Config, cwd: str | None,
+            files: bool = True) -> Measured:
+    """Every declared gate run now, and the built-in re-verification of stored artifacts
+    (`files`: whether they may look at this machine's files, `checks.Context`)."""
+    ctx = Context(store=store, packet=packet, config=config, cwd=cwd, files=files)
     measured = [(g.name, run_gate(g, ctx)) for g in packet.gates]
     hashes = hashes_result(ctx)
     if hashes is not None:

@@ -315,15 +315,16 @@ class Run:
                                max_output=MAX_OUTPUT_BYTES if max_output is None else max_output)
         return self.record_result(found, assurance=assurance, gate=gate)
 
-    def check(self, spec: str, *, config: Config | None = None,
-              cwd: str | None = None) -> Packet:
-        """Run a built-in check (`KIND:ARG`) now and record what it found."""
+    def check(self, spec: str, *, config: Config | None = None, cwd: str | None = None,
+              files: bool = True) -> Packet:
+        """Run a built-in check (`KIND:ARG`) now and record what it found (`files`: whether
+        it may look at this machine's files, `checks.Context`)."""
         from waypost.usecases import checks
 
         check = checks.parse_check(spec)
         packet = self.precheck(self._evidence_probe)  # a refused record runs no check
         ctx = checks.Context(store=self.store, packet=packet, config=config or Config(),
-                             cwd=cwd)
+                             cwd=cwd, files=files)
         return self.record_result(checks.run_check(check, ctx))
 
     def _evidence_probe(self, packet: Packet) -> EvidenceRecorded:
@@ -380,15 +381,16 @@ class Run:
 
     # --- the owner's verbs ------------------------------------------------------------
 
-    def review(self, *, config: Config | None = None,
-               cwd: str | None = None) -> tuple[Packet, ReviewReport]:
+    def review(self, *, config: Config | None = None, cwd: str | None = None,
+               files: bool = True) -> tuple[Packet, ReviewReport]:
         """Run every gate now, in this process's environment, and record the verdicts as
-        `rechecked` evidence (owner, or a holder of the approve authority)."""
+        `rechecked` evidence (owner, or a holder of the approve authority); `files` as
+        for `check`."""
         from waypost.usecases import review
 
         packet = self.packet
         check_may_review(packet, self.actor)  # before any gate runs a command
-        measured = review.measure(self.store, packet, config or Config(), cwd)
+        measured = review.measure(self.store, packet, config or Config(), cwd, files)
         packet = self.write(lambda p: review.reviewed(p, measured, at=self.clock(),
                                                       by=self.actor))
         return packet, review.report(packet)
