@@ -230,6 +230,35 @@ def test_a_session_start_gets_the_same_brief_and_attaches_the_named_run(
     assert f"run {run} is in_progress" in blocks(project.http(claude(session="worker-session")))
 
 
+def test_a_run_named_holds_a_session_from_its_first_stop_at_both_doors(
+        project: Project) -> None:
+    """A host that runs only the stop hook: a session with no run of its own is held to
+    the run its parent named (WAYPOST_RUN, `?run=`) from the first stop, which takes the run
+    from no other session; a name that finds no run is refused, then let go past the cap,
+    as a session with no run is."""
+    run = project.start(session="parent-session")
+    by_cli = project.cli(claude(session="cli-session"), WAYPOST_RUN=run)
+    by_http = project.http(claude(session="http-session"), run=run)
+    assert blocks(by_cli) == blocks(by_http)
+    assert f"run {run} is in_progress" in blocks(by_http)
+    assert _session_run(project, "parent-session") == run
+    assert _session_run(project, "http-session") is None
+    for _ in range(2):
+        assert "names no run in this store" in blocks(
+            project.cli(claude(session="s-new"), "stop", "--cap", "2", WAYPOST_RUN="wp_nosuch"))
+        assert "names no run in this store" in blocks(
+            project.http(claude(session="s-new"), cap="2", run="wp_nosuch"))
+    for said in (project.cli(claude(session="s-new"), "stop", "--cap", "2",
+                             WAYPOST_RUN="wp_nosuch"),
+                 project.http(claude(session="s-new"), cap="2", run="wp_nosuch")):
+        assert "was refused a stop 2 times in a row" in said["systemMessage"]
+
+
+def _session_run(project: Project, session: str) -> str | None:
+    with waypost.open_store(project.store_url) as store:
+        return store.session_run(session)
+
+
 # --- a hook's own failure: a refusal, 200, at the HTTP stop route ----------------------------
 
 

@@ -221,7 +221,7 @@ def _context(store: Store, call: HookCall, grant: Grant | None, terms: Terms,
              now: datetime) -> Context:
     packet = _session_packet(store, call.session)
     if packet is None and call.event == "session-start" and terms.named_run:
-        packet = _attach(store, call.session, terms, grant, terminal_ok=False)
+        packet = _attach(store, call.session, terms, grant)
     if packet is None:
         return decide.no_run_context(call.session, require_run=terms.require_run)
     _check_reads(grant, packet)
@@ -237,11 +237,9 @@ def _session_packet(store: Store, session: str | None) -> Packet | None:
     return store.get(run_id) if run_id else None
 
 
-def _attach(store: Store, session: str, terms: Terms, grant: Grant | None, *,
-            terminal_ok: bool) -> Packet:
-    """The run a parent named for this session (`terms.named_run`), which the session
-    becomes the run's, so its stop hook holds it to that run from the first stop. A
-    finished run is refused (or, with `terminal_ok`, returned as it is, not attached)."""
+def _named(store: Store, terms: Terms, grant: Grant | None) -> Packet:
+    """The run a parent started this session for (`terms.named_run`), if the caller may
+    read it."""
     named = (terms.named_run or "")[:200]
     try:
         packet = store.get(named)
@@ -249,9 +247,14 @@ def _attach(store: Store, session: str, terms: Terms, grant: Grant | None, *,
         raise NotFound(f"{terms.named_by}={named[:80]!r} names no run in this store",
                        hint=f"start it first, or take {terms.named_by} out") from exc
     _check_reads(grant, packet)
+    return packet
+
+
+def _attach(store: Store, session: str, terms: Terms, grant: Grant | None) -> Packet:
+    """At a session's start, the named run becomes the session's, so its stop hook holds
+    it to that run from the first stop; a finished run is refused."""
+    packet = _named(store, terms, grant)
     if packet.state in TERMINAL:
-        if terminal_ok:
-            return packet
         raise Refused(f"{terms.named_by} names run {packet.id}, which is {packet.state}: "
                       "this session is not attached to it", hint="start a new run for this work")
     if grant is not None:  # a session becomes the run's by one who may write the run
@@ -266,7 +269,8 @@ def _attach(store: Store, session: str, terms: Terms, grant: Grant | None, *,
 def _stop(store: Store, call: HookCall, grant: Grant | None, memory: Tally | None,
           terms: Terms) -> StopDecision:
     """A subagent's stop by its own run (the one started with the agent's id as
-    --session), a session's by the session's (or the run a parent named for it)."""
+    --session), a session's by the session's, else by the run a parent named for it (read
+    only: a session is attached at its start, so two sessions never take a run in turns)."""
     if call.event == "subagent-stop":
         packet = _session_packet(store, call.agent)
         if packet is None:
@@ -275,7 +279,7 @@ def _stop(store: Store, call: HookCall, grant: Grant | None, memory: Tally | Non
     packet = _session_packet(store, call.session)
     if packet is None and terms.named_run:
         try:
-            packet = _attach(store, call.session, terms, grant, terminal_ok=True)
+            packet = _named(store, terms, grant)
         except (NotFound, NotAuthorized) as exc:
             hint = f" (next: {exc.hint})" if exc.hint else ""
             refused = StopDecision(block=True, reason=f"waypost: {exc.message}{hint}")
