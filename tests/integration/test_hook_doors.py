@@ -384,7 +384,7 @@ def test_a_viewers_stops_never_count_on_the_run(project: Project) -> None:
     for _ in range(2):
         assert f"run {run} is in_progress" in blocks(project.http(claude(), token=viewer, cap="2"))
     let_go = project.http(claude(), token=viewer, cap="2")["systemMessage"]
-    assert "may not record that on the run" in let_go
+    assert "may not record that on the session's run" in let_go
     assert f"waypost token issue --holder WORKER --role worker --run {run}" in let_go
     assert project.packet(run).version == 1  # no blocker, no event
     for _ in range(2):  # the worker's count starts at 0: the viewer's stops were not in it
@@ -393,6 +393,21 @@ def test_a_viewers_stops_never_count_on_the_run(project: Project) -> None:
     assert f"recorded blocker b1 on run {run}" in gave_up
     (blocker,) = project.packet(run).open_blockers
     assert blocker.opened_by == "w1"
+
+
+def test_a_token_for_another_run_learns_nothing_of_the_sessions_run(
+        project: Project) -> None:
+    run = project.start()
+    other = project.start(session="other-session")
+    elsewhere = issue(project.store_url, "w1", "worker", run_id=other)
+    for _ in range(2):
+        reason = blocks(project.http(claude(), token=elsewhere, cap="2"))
+        assert "may not read this session's run" in reason
+        assert run not in reason
+    let_go = project.http(claude(), token=elsewhere, cap="2")["systemMessage"]
+    assert "refused 2 times in a row" in let_go
+    assert run not in let_go
+    assert project.packet(run).version == 1
 
 
 def test_a_viewer_attaches_no_session_to_a_named_run(project: Project) -> None:

@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from waypost.store.base import Store
 
 MAX_INPUT: Final = 1 << 20  # bytes of hook JSON taken at most (a host sends a few hundred)
-TOKEN_FIX: Final = ("issue a new one with `waypost token issue --holder NAME --role worker "
+TOKEN_FIX: Final = ("issue one with `waypost token issue --holder NAME --role worker "
                     "--run RUN` and set it in the host's hook config (the hook's headers: "
                     "Authorization: Bearer $WAYPOST_TOKEN)")
 
@@ -210,8 +210,18 @@ def may_write(grant: Grant | None, packet: Packet) -> bool:
 
 
 def _check_reads(grant: Grant | None, packet: Packet) -> None:
-    if grant is not None:
+    """Refuse a token that may not read the run, naming no run (its caller may not know
+    which run its session's is)."""
+    if grant is None:
+        return
+    try:
         access.check_operation(grant, Operation.READ, packet)
+    except NotAuthorized as exc:
+        raise NotAuthorized(f"this hook's token ({grant.holder}'s {grant.role} token"
+                            + (f" for run {grant.run_id}" if grant.run_id else "")
+                            + ") may not read this session's run",
+                            hint="give the hook a token for that run: waypost token issue "
+                            "--holder WORKER --role worker --run RUN") from exc
 
 
 # --- a session's start and a prompt ----------------------------------------------------------
@@ -294,26 +304,42 @@ def _stop(store: Store, call: HookCall, grant: Grant | None, memory: Tally | Non
 
 def _run_stop(store: Store, call: HookCall, packet: Packet, grant: Grant | None,
               memory: Tally | None, terms: Terms) -> StopDecision:
-    _check_reads(grant, packet)
-    decision = decide.decide_stop(packet, call.session)
     turn = decide.turn_key(call.turn, packet.version) if call.turn else None
-    if grant is None or may_write(grant, packet):
-        return capped(store, packet, decision, cap=terms.cap, turn=turn,
+    if grant is None or may_write(grant, packet):  # who may write the run may read it
+        return capped(store, packet, decision_of(packet, call), cap=terms.cap, turn=turn,
                       actor=grant.holder if grant is not None else None)
     assert memory is not None  # a grant comes with a remote caller's tally
+    try:
+        _check_reads(grant, packet)
+    except NotAuthorized as exc:  # counted all the same: such a token never gets further
+        hint = f" (next: {exc.hint})" if exc.hint else ""
+        refused = StopDecision(block=True, reason=f"waypost: {exc.message}{hint}")
+        return _count_for_reader(memory, call, grant, refused, None, terms.cap, turn)
+    return _count_for_reader(memory, call, grant, decision_of(packet, call), packet.id,
+                             terms.cap, turn)
+
+
+def decision_of(packet: Packet, call: HookCall) -> StopDecision:
+    return decide.decide_stop(packet, call.session)
+
+
+def _count_for_reader(memory: Tally, call: HookCall, grant: Grant, decision: StopDecision,
+                      run_id: str | None, cap: int, turn: str | None) -> StopDecision:
+    """A token that may not write the run (or read it): its refusals counted in the
+    server's memory per token and session, never on the run; past the cap let stop."""
     key = f"reader\x1f{grant.id}\x1f{call.session}"
     if not decision.block:
         memory.clear(key)
         return decision
 
     def let_go(blocks: int) -> str:
-        return (f"waypost: run {packet.id} refused this session's stop {blocks} times in a "
-                f"row, and the hook's token ({grant.holder}'s {grant.role} token) may not "
-                f"record that on the run, so the agent may stop: nothing was recorded. "
-                f"Give the hook a token that may: waypost token issue --holder WORKER "
-                f"--role worker --run {packet.id}")
+        return (f"waypost: this session's stop was refused {blocks} times in a row, and the "
+                f"hook's token ({grant.holder}'s {grant.role} token) may not record that on "
+                f"the session's run, so the agent may stop: nothing was recorded. Give the "
+                f"hook a token that may: waypost token issue --holder WORKER --role worker "
+                f"--run {run_id or 'RUN'}")
 
-    return counted(memory, key, decision, cap=terms.cap, turn=turn, let_go=let_go)
+    return counted(memory, key, decision, cap=cap, turn=turn, let_go=let_go)
 
 
 def _count_without_run(store: Store, call: HookCall, grant: Grant | None,
