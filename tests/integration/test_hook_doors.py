@@ -22,7 +22,7 @@ import httpx
 import pytest
 
 import waypost
-from tests.http_support import issue, serving
+from tests.http_support import issue, serve_process, serving
 from waypost.config import Config
 from waypost.durations import utcnow
 from waypost.usecases import tokens
@@ -217,6 +217,17 @@ def _runs_named(project: Project, said: Any) -> str:
         for run_id in store.run_ids():
             text = text.replace(run_id, "RUN")
     return text
+
+
+def test_waypost_serve_answers_as_the_command_line_does(project: Project) -> None:
+    """`waypost serve` itself, in a process of its own: the same refusal, then no token."""
+    run = project.start(gates=[parse_gate("tests=command:true")])
+    with serve_process(project.store_url) as (_, url):
+        served = Project(project.folder, url, project.token, project.store_url)
+        assert served.http(claude()) == project.cli(claude())
+        reason = blocks(served.http(claude(), token=None))
+    assert "carries no waypost token" in reason
+    assert run not in reason
 
 
 def test_a_session_start_gets_the_same_brief_and_attaches_the_named_run(
