@@ -40,7 +40,8 @@ async def claude_hook(
     cap: Annotated[str | None, QueryParameter(description=(
         "Refused stops in a row before the agent may stop anyway (1 to 1000)."))] = None,
     run: Annotated[str | None, QueryParameter(description=(
-        "The run a parent started this session for: the session becomes the run's."))] = None,
+        "The run a parent started this session for (WAYPOST_RUN's twin): a session start "
+        "attaches the session to it; a stop of a session with no run is held to it."))] = None,
 ) -> shapes.HookAnswer:
     problem: WaypostError | None = None
     body = b""
