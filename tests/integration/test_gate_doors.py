@@ -230,7 +230,7 @@ def test_the_board_offers_adoption_to_the_owner_alone(store_url: str, tmp_path: 
         runs.Run(store, run, actor="w1", epoch=1).add_gate("evil", touch(tmp_path, "evil"))
     secrets = {who: issue(store_url, who, role)
                for who, role in (("alice", "owner"), ("bob", "owner"), ("vic", "viewer"))}
-    adopt = 'action="/runs/{}/adopt"'.format(run)
+    adopt = f'action="/runs/{run}/adopt"'
     with serving_board(store_url) as server:
         own = {"Origin": server.url}
         for who in ("bob", "vic"):
