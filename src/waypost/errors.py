@@ -36,7 +36,7 @@ from typing import Any, Final
 VERBS: Final = frozenset({
     "list", "read", "start", "claim", "resume", "heartbeat", "block", "unblock", "artifact",
     "evidence", "ready", "review", "approve", "changes", "transfer", "cancel", "retarget",
-    "deliver"})
+    "add_gate", "adopt_gate", "deliver"})
 # What each verb cannot be called without, in the names the doors share (the HTTP API's
 # body fields, the MCP tools' arguments, the CLI's options): a step that does not know
 # them asks the caller to fill them in.
@@ -44,7 +44,7 @@ NEEDS: Final[Mapping[str, tuple[str, ...]]] = {
     "block": ("kind", "detail"), "unblock": ("blocker", "resolution"), "ready": ("summary",),
     "changes": ("reason",), "cancel": ("reason",), "retarget": ("target",),
     "transfer": ("authority", "to"), "artifact": ("name", "content"),
-    "evidence": ("command",)}
+    "evidence": ("command",), "add_gate": ("name", "check"), "adopt_gate": ("name",)}
 _FIELDS: Final = ("verb", "run", "args", "fill", "actor", "why")
 
 

@@ -91,13 +91,9 @@ def hook(ctx: Ctx, event: str, host: str, cap: int) -> None:
 
 def stop_cap(text: str) -> int:
     """`--cap`: consecutive refusals of one session before the agent is let stop."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if not 1 <= value <= 1000:
-        raise ValueError("want a whole number from 1 to 1000")
-    return value
+    from waypost.hooks.cap import read_cap  # one bound for both hook doors
+
+    return read_cap(text)
 
 
 HOT = {v.name: v for v in (

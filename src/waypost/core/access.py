@@ -7,7 +7,8 @@ run (`core.authority`) decide as they do for any actor: the holder is the actor.
              watch`), never over HTTP: a remote caller records no silence.
     worker   reads; claim and resume (the one takeover rule), heartbeat, block, resolve the
              blockers a worker resolves (failed_command, unavailable_resource, other),
-             artifacts, evidence, ready
+             artifacts, evidence, ready, add a gate (the worker's: it runs at review once
+             the owner adopts it)
     owner    everything, on the runs its holder owns (and it starts runs owned by its
              holder); on other runs it reads
 
@@ -44,12 +45,15 @@ class Operation(enum.StrEnum):
     TRANSFER = "transfer"
     CANCEL = "cancel"
     RETARGET = "retarget"
+    ADD_GATE = "add_gate"  # declare another gate (the worker's waits for the owner's adoption)
+    ADOPT_GATE = "adopt_gate"  # the owner makes another's gate its own
 
 
 READS: Final = frozenset({Operation.LIST, Operation.READ})
 WORKER_OPERATIONS: Final = READS | {
     Operation.CLAIM, Operation.RESUME, Operation.HEARTBEAT, Operation.BLOCK,
-    Operation.UNBLOCK, Operation.ARTIFACT, Operation.EVIDENCE, Operation.READY}
+    Operation.UNBLOCK, Operation.ARTIFACT, Operation.EVIDENCE, Operation.READY,
+    Operation.ADD_GATE}
 ROLE_OPERATIONS: Final[dict[str, frozenset[Operation]]] = {
     "viewer": READS,
     "watcher": READS,

@@ -17,6 +17,7 @@ from typing import Final
 
 import msgspec
 
+from waypost.core.gates import runs_at_review
 from waypost.errors import NotAuthorized, Refused, step
 from waypost.model import Gate, Packet
 
@@ -43,10 +44,14 @@ class Exposure(msgspec.Struct, frozen=True, kw_only=True):
         character): a command: gate is only recorded (it runs where the owner reviews)."""
         self.check_targets(target=target, notify=notify)
         for gate in gates:
-            kind, arg = _kind_and_arg(gate.check)
-            if self.remote and kind == "http":
-                check_outbound(_url_of(arg), f"gate {gate.name}={gate.check[:80]!r}",
-                               self.outbound)
+            self.check_gate(gate.name, gate.check)
+
+    def check_gate(self, name: str, check: str) -> None:
+        """A gate declared now (at start, or added later): an http: check reaches only a
+        listed host; a command is recorded, never run here (the owner's review runs it)."""
+        kind, arg = _kind_and_arg(check)
+        if self.remote and kind == "http":
+            check_outbound(_url_of(arg), f"gate {name}={check[:80]!r}", self.outbound)
 
     def check_targets(self, *, target: str | None, notify: str | None) -> None:
         """A target or notify URI (at start or retarget): an http(s) URL reaches only a
@@ -94,9 +99,12 @@ class Exposure(msgspec.Struct, frozen=True, kw_only=True):
                                    "server's files (no stored artifact has that name)")
 
     def check_review(self, packet: Packet) -> None:
-        """A review runs every gate: refused when any gate would be (`check_check`)."""
+        """A review runs every gate that is the owner's (or reads only the store): refused
+        when any of those would be (`check_check`). A gate awaiting the owner's adoption
+        runs nothing at review (`core.gates.runs_at_review`)."""
         for gate in packet.gates:
-            self.check_check(gate.check, packet)
+            if runs_at_review(packet, gate):
+                self.check_check(gate.check, packet)
 
 
 LOCAL: Final = Exposure()

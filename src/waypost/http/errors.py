@@ -71,7 +71,8 @@ class ErrorDocument(msgspec.Struct, frozen=True, kw_only=True):
 ROUTES: Final[dict[str, tuple[str, str] | None]] = {
     "read": ("GET", "/api/runs/{run}"), "list": ("GET", "/api/runs"),
     "start": ("POST", "/api/runs"), "artifact": ("POST", "/api/runs/{run}/artifacts/{name}"),
-    "deliver": None}
+    "add_gate": ("POST", "/api/runs/{run}/gates"),
+    "adopt_gate": ("POST", "/api/runs/{run}/gates/adopt"), "deliver": None}
 
 
 def next_route(step: Step) -> NextRoute:
@@ -80,9 +81,9 @@ def next_route(step: Step) -> NextRoute:
     if route is None:
         return NextRoute(verb=step.verb, method=None, path=None, actor=step.actor)
     body: dict[str, Any] = dict(step.args)
-    path = route[1].format(run=quote(step.run or "RUN", safe=""),
-                           name=quote(body.pop("name", "NAME"), safe=""))
-    if step.verb == "artifact":
+    path = route[1].replace("{run}", quote(step.run or "RUN", safe=""))
+    if step.verb == "artifact":  # the name in the path, the role in the query, bytes
+        path = path.replace("{name}", quote(body.pop("name", "NAME"), safe=""))
         path += f"?{urlencode({'role': body.pop('role')})}" if "role" in body else ""
         body.pop("content", None)
     if step.verb == "approve" and "gate" in body:

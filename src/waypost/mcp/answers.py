@@ -29,7 +29,7 @@ TOOL_OF_VERB: dict[str, str | None] = {
     "unblock": "unblock", "artifact": "add_artifact", "evidence": "run_evidence",
     "ready": "mark_ready", "review": "review", "approve": "approve",
     "changes": "request_changes", "cancel": "cancel", "retarget": "retarget",
-    "transfer": None, "deliver": None,
+    "add_gate": "add_gate", "adopt_gate": "adopt_gate", "transfer": None, "deliver": None,
 }
 EVIDENCE_TOOLS = {"check": "check_evidence", "skip": "skip_evidence",
                   "command": "run_evidence"}  # by the evidence step's form

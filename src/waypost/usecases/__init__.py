@@ -4,15 +4,17 @@ themselves are the core's, and every write goes through `core.history.prepare` a
 store's one write primitive.
 
     starting.py  start a run: its parameters decided once, then the `Started` event
+    fields.py    a request's text within its limits, and its target URIs' syntax
     runs.py      `Run`: every verb that happens to a run once started (claim, heartbeat,
                  block, unblock, artifacts, evidence, ready, review, approve, changes,
-                 transfer, cancel, resume, retarget)
+                 transfer, cancel, resume, retarget, add_gate, adopt_gate)
     artifacts.py recording files and bytes as artifacts, fetching them back, bounded
     evidence.py  running a command under bounds, and the evidence record made from it
     checks.py    the built-in checks (artifact, grep, no-private, http, command)
     substance.py whether an artifact holds real content
     scanning.py  scanning files for private identifiers (the sanitizer's reading part)
     review.py    the owner's review: every gate re-run, recorded as `rechecked` evidence
+    gates.py     gates added after the start, and adopted by the owner
     handoff.py   resume: a takeover of a silent worker, and the brief for the new one
     retarget.py  the owner changes where the result goes, before delivery
     beats.py     heartbeats sent on a busy worker's behalf
@@ -20,4 +22,5 @@ store's one write primitive.
     tokens.py    bearer tokens for the authenticated doors
     views.py     packets with their observed view, for every reader
     a2a.py       a packet as an A2A v1 Task
+    commands.py  a refusal's next step as the `waypost` command line a shell user types
 """

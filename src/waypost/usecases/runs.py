@@ -1,6 +1,7 @@
 """Use cases: a `Run` handle that owns every verb that happens to a run once it is started
 (`waypost.usecases.starting`): the worker's (claim, heartbeat, block, artifacts, evidence
-and checks, ready, resume) and the owner's (review, approve, changes, transfer, cancel).
+and checks, ready, resume) and the owner's (review, approve, changes, transfer, cancel;
+adding and adopting gates, which the worker may add too).
 
 Every write goes the same way: read the packet, build one event, `apply` it (the rules),
 and commit event + packet with the version guard. A version conflict re-reads and
@@ -52,35 +53,12 @@ from waypost.model import (
     Waiver,
 )
 from waypost.store.base import Store, retry_conflicts
+from waypost.usecases.fields import check_targets, checked_text
 
 if TYPE_CHECKING:
     from waypost.usecases.evidence import CheckResult
     from waypost.usecases.handoff import Brief
     from waypost.usecases.review import ReviewReport
-
-
-def checked_text(store: Store, value: str, field: str, *, required: bool = True) -> str:
-    """`value` within the field's limit: the fixed one, or the store's own where the store
-    raised it (read only for a value over the fixed limit)."""
-    limit = _store_limit(store, field) if inputs.over_limit(value, field) else None
-    return inputs.text(value, field, limit=limit, required=required)
-
-
-def _store_limit(store: Store, field: str) -> int | None:
-    raw = store.settings().get(f"limit.{field}")
-    return int(raw) if raw is not None and raw.isdigit() else None
-
-
-def check_targets(store: Store, config: Config, *, target: str | None,
-                   notify: str | None) -> None:
-    """Refuse a malformed target or notify URI before the run exists (InvalidInput)."""
-    from waypost.core.targets import check_uri  # here: the hot verbs never start a run
-    from waypost.delivery.settings import places_at_start
-
-    places = places_at_start(getattr(store, "path", None), config.path)
-    for field, uri in (("target", target), ("notify", notify)):
-        if uri is not None:
-            check_uri(uri, places, field=field)
 
 
 def _jitter(attempt: int) -> None:
@@ -233,13 +211,10 @@ class Run:
                            max_bytes: int, media_type: str | None = None,
                            size: int | None = None) -> Packet:
         """Record bytes sent from elsewhere (an upload, inline content, a program's output)
-        as the artifact `name`, copied into the store: the one way every door records bytes.
-
-        Decided before a byte is stored: the name, the media type (default: from the name),
-        the `size` the sender declared (if any) against `max_bytes`, and the run's rules
-        (state, authority, lease epoch). Only then are the chunks read, counted as they
-        come (refused past `max_bytes`, whatever was declared), stored as one blob and
-        recorded. A refusal stores no blob and writes no event."""
+        as the artifact `name`: the name, media type, declared `size` and the run's rules
+        (state, authority, lease) are decided before a chunk is read; the chunks are then
+        counted (refused past `max_bytes`), stored as one blob and recorded. A refusal
+        stores no blob and writes no event."""
         from waypost.usecases import artifacts
 
         record = artifacts.sent_record(name, role=role, media_type=media_type, size=size,
@@ -394,6 +369,20 @@ class Run:
         packet = self.write(lambda p: review.reviewed(p, measured, at=self.clock(),
                                                       by=self.actor))
         return packet, review.report(packet)
+
+    def add_gate(self, name: str, check: str, *, required: bool = True) -> Packet:
+        """Declare another gate (`waypost.usecases.gates`): the owner's runs at review; the
+        worker's (before ready) is shown as the worker's and runs once the owner adopts it."""
+        from waypost.usecases import gates
+
+        gate = gates.decide_added(name, check, required=required)
+        return self.write(lambda p: gates.added(p, gate))
+
+    def adopt_gate(self, name: str) -> Packet:
+        """Owner: make a gate someone else declared the owner's own, so review runs it."""
+        from waypost.usecases import gates
+
+        return self.write(lambda p: gates.adopted(p, name, self.actor))
 
     def changes(self, reason: str) -> Packet:
         checked_text(self.store, reason, "reason")

@@ -17,7 +17,9 @@ from waypost.errors import InvalidInput
 from waypost.events import Started
 from waypost.model import Gate, Kind, StopRules, to_json
 from waypost.store.base import Store
-from waypost.usecases.runs import Run, check_targets, checked_text
+from waypost.usecases.fields import check_targets, checked_text
+from waypost.usecases.gates import declared
+from waypost.usecases.runs import Run
 
 
 def classify(kind: Kind | None, expect: float | None, threshold: float) -> Kind:
@@ -71,7 +73,7 @@ def start(
         target=target if target is not None else ("" if resolved_kind is Kind.LONG_RUNNING
                                                   else "none:"),
         notify=notify, worker=worker, lease_expires_at=lease_until(rules, now),
-        stop_rules=rules, gates=with_default_gates(gates, config),
+        stop_rules=rules, gates=declared(with_default_gates(gates, config), actor),
         idempotency_key=idempotency_key,
     )
     run_id = new_run_id(now)
