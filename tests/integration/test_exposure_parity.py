@@ -40,6 +40,9 @@ def requests(marker: Path) -> dict[str, Request]:
         "an http: gate whose name holds a colon": (
             "/api/runs", {"title": "t", "gates": ["a:b=http:http://10.0.0.1/ ok"]},
             "checkpoint_start", {"title": "t", "gates": ["a:b=http:http://10.0.0.1/ ok"]}),
+        "an added http: gate off the allow-list": (
+            "/api/runs/RUN/gates", {"name": "live", "check": "http:http://10.0.0.1/ ok"},
+            "add_gate", {"run": "RUN", "name": "live", "check": "http:http://10.0.0.1/ ok"}),
         "a retarget to exec:": (
             "/api/runs/RUN/retarget", {"target": f"exec:touch {marker}"},
             "retarget", {"run": "RUN", "target": f"exec:touch {marker}"}),

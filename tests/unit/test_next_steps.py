@@ -210,6 +210,13 @@ def test_the_cli_quotes_every_value_and_keeps_a_command_after_the_separator() ->
         "waypost", "evidence", "run", RUN, "--as", "ops lead", "--", "pytest", "-q"]
 
 
+def test_the_cli_writes_a_gate_as_declared_and_names_the_one_to_adopt() -> None:
+    assert cli_steps.command(step("add_gate", RUN, check="command:pytest -q")) == (
+        f"waypost gate add {RUN} 'NAME=command:pytest -q'")
+    assert cli_steps.command(step("adopt_gate", RUN, name="my gate", actor="alice")) == (
+        f"waypost gate adopt {RUN} 'my gate' --as alice")
+
+
 def test_mcp_words_a_step_as_the_tool_call_with_what_to_fill_in() -> None:
     found = step("unblock", RUN, blocker="b1", actor="alice")
     assert mcp_answers.next_call(found) == {
