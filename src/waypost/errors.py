@@ -76,6 +76,20 @@ class Step:
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError(f"a Step is frozen: cannot set {name}")
 
+    def fields(self) -> tuple[dict[str, Any], list[str]]:
+        """The step as the fields of a structured request (a tool call, a JSON body) and
+        the fields to fill in: a command as a one-item list, a waiver as `waivers: {gate:
+        reason}` (its reason empty while to be filled in: an empty one is refused)."""
+        given: dict[str, Any] = dict(self.args)
+        if self.verb == "approve":
+            if "gate" in given:
+                given = {"waivers": {given.pop("gate"): given.pop("reason", "")}} | given
+            fill = ["waivers" if n in ("gate", "reason") else n for n in self.fill]
+            return given, list(dict.fromkeys(fill))
+        if "command" in given:
+            given["command"] = [given["command"]]
+        return given, list(self.fill)
+
     @property
     def form(self) -> str:
         """The form of an `evidence` step: `check`, `skip` (it names a reason) or

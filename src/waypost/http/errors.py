@@ -80,21 +80,17 @@ def next_route(step: Step) -> NextRoute:
     route = ROUTES.get(step.verb, ("POST", f"/api/runs/{{run}}/{step.verb}"))
     if route is None:
         return NextRoute(verb=step.verb, method=None, path=None, actor=step.actor)
-    body: dict[str, Any] = dict(step.args)
+    body, fill = step.fields()
     path = route[1].replace("{run}", quote(step.run or "RUN", safe=""))
     if step.verb == "artifact":  # the name in the path, the role in the query, bytes
         path = path.replace("{name}", quote(body.pop("name", "NAME"), safe=""))
         path += f"?{urlencode({'role': body.pop('role')})}" if "role" in body else ""
         body.pop("content", None)
-    if step.verb == "approve" and "gate" in body:
-        body["waivers"] = {body.pop("gate"): body.pop("reason", "")}
-    if "command" in body:
-        body["argv"] = [body.pop("command")]
-    fill = ["argv" if n == "command" else "waivers" if step.verb == "approve" else n
-            for n in step.fill]
+    if "command" in body:  # the API's name for a command's argument list
+        body["argv"] = body.pop("command")
     return NextRoute(verb=step.verb, method=route[0], path=path,
                      body=(body or None) if route[0] == "POST" else None,
-                     fill=list(dict.fromkeys(fill)), actor=step.actor)
+                     fill=["argv" if n == "command" else n for n in fill], actor=step.actor)
 
 
 def route_text(step: Step) -> str:

@@ -123,35 +123,20 @@ def tool_of(step: Step) -> str | None:
     return EVIDENCE_TOOLS[step.form] if step.form else TOOL_OF_VERB[step.verb]
 
 
-def arguments(step: Step) -> dict[str, Any]:
-    """The step's arguments as the tool takes them: a command as a list, a waiver as
-    `waivers` (its reason left empty, to be filled in: an empty one is refused)."""
-    given: dict[str, Any] = {} if step.run is None else {"run": step.run}
-    rest = dict(step.args)
-    if step.verb == "approve" and "gate" in rest:
-        given["waivers"] = {rest.pop("gate"): rest.pop("reason", "")}
-    if "command" in rest:
-        given["command"] = [rest.pop("command")]
-    return given | rest
-
-
 def next_call(step: Step) -> dict[str, Any]:
     """A step as data: the tool (None where this server has none: the verb names it), its
-    arguments, those to fill in, and who should call it."""
-    return {"tool": tool_of(step), "verb": step.verb, "arguments": arguments(step),
-            "fill": [_filled(step, name) for name in step.fill], "actor": step.actor}
-
-
-def _filled(step: Step, name: str) -> str:
-    if step.verb == "approve" and name in ("gate", "reason"):
-        return "waivers"
-    return name
+    arguments (`Step.fields`, with the run), those to fill in, and who should call it."""
+    given, fill = step.fields()
+    arguments = given if step.run is None else {"run": step.run} | given
+    return {"tool": tool_of(step), "verb": step.verb, "arguments": arguments, "fill": fill,
+            "actor": step.actor}
 
 
 def call_text(step: Step) -> str:
     """A step in words: `tool(run="wp_…", blocker="b1", resolution=…)`, as ACTOR."""
-    shown = [f"{k}={to_json(v).decode()}" for k, v in arguments(step).items()]
-    shown += [f"{name}=…" for name in dict.fromkeys(_filled(step, n) for n in step.fill)]
+    call = next_call(step)
+    shown = [f"{k}={to_json(v).decode()}" for k, v in call["arguments"].items()]
+    shown += [f"{name}=…" for name in call["fill"]]
     tool = tool_of(step)
     said = (f"{tool}({', '.join(shown)})" if tool is not None else
             f"{step.verb} ({', '.join(shown)}): no tool of this server does it")
