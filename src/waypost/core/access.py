@@ -26,9 +26,10 @@ import enum
 from collections.abc import Iterable
 from typing import Final, Protocol
 
+from waypost.core.authority import WORKER_RESOLVES, resolve_hint, resolver_of
 from waypost.core.gates import runs_at_review
 from waypost.errors import NotAuthorized, NotFound, Refused
-from waypost.model import BlockerKind, Packet
+from waypost.model import Packet
 
 
 class Operation(enum.StrEnum):
@@ -64,10 +65,6 @@ ROLE_OPERATIONS: Final[dict[str, frozenset[Operation]]] = {
     "worker": WORKER_OPERATIONS,
     "owner": frozenset(Operation),
 }
-# DESIGN.md's table: the worker resolves its own obstacles (a silent worker's blocker is
-# resolved by `resume`); the owner resolves any.
-WORKER_RESOLVES: Final = frozenset({BlockerKind.FAILED_COMMAND,
-                                    BlockerKind.UNAVAILABLE_RESOURCE, BlockerKind.OTHER})
 
 
 class Caller(Protocol):
@@ -131,13 +128,11 @@ def _check_worker_resolves(caller: Caller, packet: Packet, blocker: str | None) 
     if found is None:
         known = ", ".join(b.id for b in packet.open_blockers) or "none"
         raise NotFound(f"run {packet.id} has no blocker {blocker} (open: {known})")
-    if found.kind in WORKER_RESOLVES:
+    if found.kind in WORKER_RESOLVES:  # a worker token resolves a worker's kinds alone
         return
-    how = ("resume the run" if found.kind is BlockerKind.WORKER_SILENT
-           else f"ask the owner {packet.owner}")
     raise NotAuthorized(
-        f"{caller.holder}'s worker token may not resolve {found.id} ({found.kind}): only the "
-        f"owner resolves {found.kind}", hint=how)
+        f"{caller.holder}'s worker token may not resolve {found.id} ({found.kind}): "
+        + resolver_of(packet, found.kind), hint=resolve_hint(packet, found, caller.holder))
 
 
 def _role_hint(operation: Operation) -> str:

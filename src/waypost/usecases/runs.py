@@ -18,7 +18,11 @@ from typing import TYPE_CHECKING
 
 from waypost import inputs
 from waypost.config import Config
-from waypost.core.authority import check_may_review, check_may_take_lease
+from waypost.core.authority import (
+    check_may_resolve,
+    check_may_review,
+    check_may_take_lease,
+)
 from waypost.core.due import lease_until
 from waypost.core.history import prepare
 from waypost.core.machine import next_blocker_id, next_evidence_id
@@ -201,14 +205,19 @@ class Run:
         return packet, ids[0]
 
     def unblock(self, blocker_id: str, resolution: str) -> Packet:
+        """Resolve a blocker, as the table says who may (`check_may_resolve`: the worker
+        its own kinds, the owner any); the rules of `apply` decide the rest."""
         checked_text(self.store, resolution, "resolution")
 
         def build(p: Packet) -> BlockerResolved:
+            found = next((b for b in p.blockers if b.id == blocker_id), None)
             # a missing blocker is named before the state's rules, unless the run is final
-            if p.state not in TERMINAL and not any(b.id == blocker_id for b in p.blockers):
+            if p.state not in TERMINAL and found is None:
                 known = ", ".join(b.id for b in p.open_blockers) or "none"
                 raise NotFound(f"run {p.id} has no blocker {blocker_id} (open: {known})",
                                hint=f"see its blockers: waypost show {p.id}")
+            if found is not None:
+                check_may_resolve(p, self.actor, found)
             return BlockerResolved(blocker_id=blocker_id, resolution=resolution)
 
         return self.write(build)
