@@ -41,6 +41,8 @@ from waypost.events import (
     Delivered,
     DeliveryFailed,
     EvidenceRecorded,
+    GateAdded,
+    GateAdopted,
     Heartbeat,
     MarkedReady,
     Nudged,
@@ -161,6 +163,20 @@ def reclaimed() -> Packet:
     return step(run(), Claimed(epoch=2), actor="w1")
 
 
+def failed_delivery() -> Packet:
+    """Approved, then blocked: the final delivery failed for good."""
+    return step(approved(), DeliveryFailed(key=final_key(RUN), blocker_id="b1",
+                                           detail="410 Gone", attempts=3), actor="relay:1")
+
+
+def workers_gate() -> Packet:
+    return step(run(), GateAdded(name="lint", check="command:ruff check ."), actor="w1")
+
+
+def workers_gate_adopted() -> Packet:
+    return step(workers_gate(), GateAdopted(name="lint"))
+
+
 def fold_nothing() -> Packet:
     return fold([])
 
@@ -264,11 +280,38 @@ REFUSALS = (
                   Nudged(topic=NudgeTopic.REVIEW_OVERDUE, detail=" "), InvalidInput,
                   "a nudge's detail must not be empty", actor="watchdog:1",
                   at=AT + timedelta(days=2)),
+    Refusal("machine._check_started_gates: a gate declared by another than the starter",
+            lambda: run(gates=(Gate(name="tests", check="command:pytest -q",
+                                    declared_by="bob"),)),
+            InvalidInput, ("gate 'tests' of a new run is declared by its starter alice",)),
+    apply_refusal("machine._check_not_approved: a gate added after approval", failed_delivery,
+                  GateAdded(name="lint", check="command:ruff check ."), RuleViolation,
+                  "run wp_test is approved: too late to add a gate"),
+    apply_refusal("machine._check_not_approved: a gate adopted after approval",
+                  failed_delivery, GateAdopted(name="tests"), RuleViolation,
+                  "run wp_test is approved: too late to adopt a gate"),
+    apply_refusal("machine._gate_added: empty name", run,
+                  GateAdded(name=" ", check="command:ruff check ."), InvalidInput,
+                  "a gate's name must not be empty"),
+    apply_refusal("machine._gate_added: empty check", run, GateAdded(name="lint", check=""),
+                  InvalidInput, "a gate's check must not be empty"),
+    apply_refusal("machine._gate_added: a name taken", lambda: run(gates=(TESTS,)),
+                  GateAdded(name="tests", check="command:true"), RuleViolation,
+                  "run wp_test already has a gate named 'tests' (command:pytest -q): a gate "
+                  "is never replaced", actor="w1"),
+    apply_refusal("machine._gate_added: the built-in name", run,
+                  GateAdded(name="artifact-hashes", check="command:true"), RuleViolation,
+                  "run wp_test already has a gate named 'artifact-hashes' (built in)"),
+    apply_refusal("machine._gate_adopted: no such gate", run, GateAdopted(name="lint"),
+                  NotFound, "run wp_test has no gate 'lint' (gates: none)"),
+    apply_refusal("machine._gate_adopted: adopted twice", workers_gate_adopted,
+                  GateAdopted(name="lint"), RuleViolation,
+                  "gate 'lint' of wp_test was already adopted by alice"),
     # --- core/moves.py ---------------------------------------------------------------------
     apply_refusal("moves.destination: not from this state", ready,
                   Heartbeat(note="still here"), IllegalTransition,
                   "run wp_test is ready_for_review: cannot heartbeat",
-                  "allowed from ready_for_review: approve, cancel", actor="w1"),
+                  "(allowed from ready_for_review: ", actor="w1"),
     apply_refusal("moves.destination: blocked", lambda: blocked(S.MISSING_INPUT),
                   MarkedReady(summary="done"), IllegalTransition,
                   'run wp_test is blocked by b1 (missing_input: "the test db is down"): '
@@ -281,7 +324,12 @@ REFUSALS = (
           ("changes", ready, ChangesRequested(reason="more")),
           ("transfer", run, AuthorityTransferred(authority=Authority.APPROVE, to="w1")),
           ("cancel", run, Cancelled(reason="enough")),
-          ("retarget", run, Retargeted(target="file:elsewhere.md")))),
+          ("retarget", run, Retargeted(target="file:elsewhere.md")),
+          ("adopt_gate", workers_gate, GateAdopted(name="lint")))),
+    apply_refusal("authority.authorize: a worker's gate once the result is submitted", ready,
+                  GateAdded(name="lint", check="command:ruff check ."), NotAuthorized,
+                  "w1 may not add_gate run wp_test: only its owner alice may once the result "
+                  "is submitted", actor="w1"),
     apply_refusal("authority._check_watchdog: a watchdog records only what it watches", run,
                   Heartbeat(note="I am watching"), NotAuthorized,
                   "watchdog:1 may not record heartbeat on wp_test",
@@ -379,7 +427,8 @@ def test_each_fixture_is_itself_accepted() -> None:
     """The packets the refusals start from are reached by accepted events (so a refusal
     above is the refused event's, not its setup's)."""
     for start in (run, blocked, ready, reviewed, approved, resolved_b1_b2_open, resubmitted,
-                  approve_transferred, reclaimed, lambda: run(worker=None),
+                  approve_transferred, reclaimed, failed_delivery, workers_gate,
+                  workers_gate_adopted, lambda: run(worker=None),
                   lambda: run(stop_rules=SILENT_RULES)):
         assert isinstance(start(), Packet)
 
@@ -446,6 +495,11 @@ def _moves() -> list[tuple[str, st.SearchStrategy[Build]]]:
         ("alice", st.builds(lambda t, n: lambda p: Retargeted(target=t, notify=n),
                             st.none() | st.sampled_from(["none:", "file:out.md", " "]),
                             st.none() | st.sampled_from(["file:notes.md", ""]))),
+        ("w1", st.builds(lambda n, c: lambda p: GateAdded(name=n, check=c),
+                         st.sampled_from(["lint", "tests", "artifact-hashes", " "]),
+                         st.sampled_from(["command:ruff check .", ""]))),
+        ("alice", st.builds(lambda n: lambda p: GateAdopted(name=n),
+                            st.sampled_from(["lint", "tests", "nope"]))),
         ("watchdog:1", st.builds(lambda t, d: lambda p: Nudged(topic=t, detail=d),
                                  st.sampled_from(list(NudgeTopic)), TEXT)),
         ("watchdog:1", st.builds(lambda k, d: lambda p: BlockerOpened(
@@ -464,8 +518,7 @@ STARTS = st.sampled_from([
     lambda: reviewed(Verdict.FAILED), resolved_b1_b2_open, approve_transferred, resubmitted,
     lambda: step(approved(), Delivered(key=final_key(RUN), detail="ok", attempts=1),
                  actor="relay:1"),
-    lambda: step(approved(), DeliveryFailed(key=final_key(RUN), blocker_id="b1",
-                                            detail="410 Gone", attempts=3), actor="relay:1")])
+    failed_delivery, workers_gate])
 
 
 @settings(max_examples=300, deadline=None)
