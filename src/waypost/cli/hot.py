@@ -10,12 +10,13 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 from waypost import model
 from waypost.cli.context import COMMON, EPOCH, RUN, Arg, Ctx, Opt, Verb, echo, parse
 from waypost.durations import utcnow
-from waypost.inputs import LIMIT_MAX, fraction, row_limit
+from waypost.inputs import LIMIT_MAX, fraction, row_limit, whole
 from waypost.model import TERMINAL, State, parse_states
 
 
@@ -91,19 +92,14 @@ def hook(ctx: Ctx, event: str, host: str, cap: int) -> None:
 
 def stop_cap(text: str) -> int:
     """`--cap`: consecutive refusals of one session before the agent is let stop."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if not 1 <= value <= 1000:
-        raise ValueError("want a whole number from 1 to 1000")
-    return value
+    return whole(text, "--cap", low=1, high=1000)
 
 
 HOT = {v.name: v for v in (
     Verb(name="heartbeat", run=heartbeat, args=(RUN,), options=(
         Opt(name="--note", dest="note", help="What you are doing now."),
-        Opt(name="--progress", dest="progress", type=fraction, metavar="FRACTION",
+        Opt(name="--progress", dest="progress", type=partial(fraction, field="--progress"),
+            metavar="FRACTION",
             help="Fraction done, 0 to 1."),
         EPOCH, *COMMON)),
     Verb(name="block", run=block, args=(RUN,), options=(
