@@ -166,12 +166,12 @@ def start(store: Store, spec: StartSpec, /, *, actor: str, config: Config | None
 @overload
 def start(
     store: Store, title: str, /, *, actor: str, owner: str | None = None,
-    target: str | None = None, notify: str | None = None, kind: Kind | None = None,
-    expect: float | None = None, deadline: datetime | str | None = None,
-    heartbeat_interval: float | None = None, max_silence: float | None = None,
-    review_within: float | None = None, gates: Sequence[Gate] = (), worker: str | None = None,
-    idempotency_key: str | None = None, config: Config | None = None,
-    clock: Clock = utcnow, session: str | None = None,
+    target: str | None = None, notify: str | None = None, kind: Kind | str | None = None,
+    expect: Seconds = None, deadline: datetime | str | None = None,
+    heartbeat_interval: Seconds = None, max_silence: Seconds = None,
+    review_within: Seconds = None, gates: Sequence[Gate | str] = (),
+    worker: str | None = None, idempotency_key: str | None = None,
+    config: Config | None = None, clock: Clock = utcnow, session: str | None = None,
 ) -> tuple[Run, bool]: ...
 
 
