@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +51,6 @@ class Answer:
 class Door:
     name: str
     store: Path
-    calls: list[str] = field(default_factory=list)
 
     def dump(self) -> StoreDump:
         return dump_store(self.store) if self.store.exists() else {}
@@ -62,8 +62,10 @@ class Door:
 class CliDoor(Door):
     def __call__(self, *args: str) -> Answer:
         out, err = io.StringIO(), io.StringIO()
+        common = ["--json", "--store", str(self.store), "--as", ACTOR]
+        at = args.index("--") if "--" in args else len(args)  # before a command's own words
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = main([*args, "--json", "--store", str(self.store), "--as", ACTOR])
+            code = main([*args[:at], *common, *args[at:]])
         if code == 0:
             return Answer(document=msgspec.json.decode(out.getvalue()))
         try:
@@ -77,7 +79,7 @@ class CliDoor(Door):
         for name, value in params.items():
             flag = FLAGS.get(name, "--" + name.replace("_", "-"))
             for one in value if isinstance(value, list) else [] if name == "title" else [value]:
-                args += [flag, str(one)]
+                args.append(f"{flag}={one}")  # so a value may begin with a dash
         return self(*args, *(["--idempotency-key", key] if key else []))
 
 
@@ -140,7 +142,10 @@ class HttpDoor(Door):
         self.api = api
 
     def post(self, path: str, body: Any, **headers: str) -> Answer:
-        response = self.api.post(path, body, headers=headers)
+        """POST `body` as JSON, NaN and infinities written as Python writes them (a
+        client may send them, though JSON has none)."""
+        response = self.api.post(path, content=json.dumps(body).encode(),
+                                 headers={"Content-Type": "application/json", **headers})
         return self._answer(response.status_code, response.json())
 
     def get(self, path: str, **params: Any) -> Answer:
