@@ -99,8 +99,7 @@ HOT = {v.name: v for v in (
     Verb(name="heartbeat", run=heartbeat, args=(RUN,), options=(
         Opt(name="--note", dest="note", help="What you are doing now."),
         Opt(name="--progress", dest="progress", type=partial(fraction, field="--progress"),
-            metavar="FRACTION",
-            help="Fraction done, 0 to 1."),
+            metavar="FRACTION", help="Fraction done, 0 to 1."),
         EPOCH, *COMMON)),
     Verb(name="block", run=block, args=(RUN,), options=(
         Opt(name="--kind", dest="kind", required=True,

@@ -183,7 +183,7 @@ class Run:
         if note is not None:
             checked_text(self.store, note, "note", required=False)
         if progress is not None:
-            inputs.fraction(progress)
+            progress = inputs.fraction(progress)
         return self.write(lambda p: Heartbeat(
             note=note, fraction=progress,
             lease_expires_at=lease_until(p.stop_rules, self.clock())))
