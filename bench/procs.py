@@ -19,7 +19,7 @@ FLOOR_MODULES = "msgspec, sqlite3"
 FLOOR = f"dependency floor: import {FLOOR_MODULES}"
 # what a heartbeat imports without the command line: the use cases and the SQLite store
 LIBRARY_MODULES = "waypost.usecases.runs, waypost.store.sqlite.store"
-LIBRARY = f"library floor: import {LIBRARY_MODULES}"
+LIBRARY = "library floor: import the use cases and the SQLite store"
 _AS_THE_HOT_VERBS_DO = ("import os, sys, types; platform = types.ModuleType('platform'); "
                         "platform.system = lambda: os.uname().sysname; "
                         "sys.modules.update(typing_extensions=None, platform=platform); "

@@ -121,6 +121,21 @@ class Retargeted(EventData, tag="retargeted", frozen=True, kw_only=True):
     accept_duplicate: bool = False
 
 
+class GateAdded(EventData, tag="gate_added", frozen=True, kw_only=True):
+    """A gate declared after the start, by the event's actor (the owner, or the worker:
+    a worker's gate waits for the owner to adopt it before review runs it)."""
+
+    name: str
+    check: str
+    required: bool = True
+
+
+class GateAdopted(EventData, tag="gate_adopted", frozen=True, kw_only=True):
+    """The owner made a gate someone else declared its own: review runs it from now on."""
+
+    name: str
+
+
 class Nudged(EventData, tag="nudged", frozen=True, kw_only=True):
     topic: NudgeTopic
     detail: str
@@ -144,6 +159,8 @@ AnyEventData = (
     | Delivered
     | DeliveryFailed
     | Retargeted
+    | GateAdded
+    | GateAdopted
 )
 
 

@@ -54,6 +54,8 @@ OPS = (
     Op("artifact", "/api/runs/RUN/artifacts/report.md",
        content=b"# Report\n\nEverything that was asked for is done and checked.\n"),
     Op("evidence", "/api/runs/RUN/evidence", {"kind": "test", "reason": "no staging key"}),
+    Op("add-gate", "/api/runs/RUN/gates", {"name": "notes", "check": "artifact:notes.md"}),
+    Op("adopt-gate", "/api/runs/RUN/gates/adopt", {"name": "notes"}),
     Op("ready", "/api/runs/RUN/ready", {"summary": "done"}),
     Op("review", "/api/runs/RUN/review"),
     Op("approve", "/api/runs/RUN/approve"),
@@ -65,7 +67,7 @@ OPS = (
 READS = {op.name for op in OPS if op.read}
 WRITES = {op.name for op in OPS if not op.read}
 OWNERS_ONLY = {"review", "approve", "changes", "transfer", "retarget", "cancel", "start",
-               "unblock-owners"}
+               "unblock-owners", "adopt-gate"}
 # token -> (holder, role, scoped to the run under test?, other run?), operations refused
 ROLES: dict[str, tuple[tuple[str, str, str | None], set[str]]] = {
     "viewer": (("bob", "viewer", None), WRITES),

@@ -6,8 +6,8 @@
                  (built into click commands; parsed without click for the hot verbs)
     hot.py       heartbeat, show, block, ls: run without click
     app.py       the click command tree (every other verb, and --help)
-    lifecycle.py outputs.py review.py delivery.py watch.py ops.py retarget.py tokens.py
-    limits.py serve.py mcp.py hook.py hosts.py demo.py demo_actors.py: the verbs
+    lifecycle.py outputs.py review.py gates.py delivery.py watch.py ops.py retarget.py
+    tokens.py limits.py serve.py mcp.py hook.py hosts.py demo.py demo_actors.py: the verbs
     render.py    the packet, the board and the log as text and Markdown
 
 Every verb takes --json (one document on stdout; errors as {"error": {...}} on stderr),

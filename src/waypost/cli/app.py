@@ -24,6 +24,7 @@ LAZY_COMMANDS: dict[str, str] = {
     "migrate": "waypost.cli.ops:migrate",
     "review": "waypost.cli.review:review",
     "approve": "waypost.cli.review:approve",
+    "gate": "waypost.cli.gates:gate_group",
     "deliver": "waypost.cli.delivery:deliver",
     "scan": "waypost.cli.review:scan",
     "watch": "waypost.cli.watch:watch",

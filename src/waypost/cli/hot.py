@@ -16,7 +16,7 @@ from typing import Any
 from waypost import model
 from waypost.cli.context import COMMON, EPOCH, RUN, Arg, Ctx, Opt, Verb, echo, parse
 from waypost.durations import utcnow
-from waypost.inputs import LIMIT_MAX, fraction, row_limit, whole
+from waypost.inputs import LIMIT_MAX, fraction, row_limit
 from waypost.model import TERMINAL, State, parse_states
 
 
@@ -92,7 +92,9 @@ def hook(ctx: Ctx, event: str, host: str, cap: int) -> None:
 
 def stop_cap(text: str) -> int:
     """`--cap`: consecutive refusals of one session before the agent is let stop."""
-    return whole(text, "--cap", low=1, high=1000)
+    from waypost.hooks.cap import read_cap  # one bound for both hook doors
+
+    return read_cap(text)
 
 
 HOT = {v.name: v for v in (

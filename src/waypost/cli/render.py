@@ -15,7 +15,7 @@ from waypost.core import observed
 from waypost.display import md_block, md_inline, one_line, printable
 from waypost.durations import format_duration
 from waypost.events import Event
-from waypost.model import TERMINAL, Evidence, Packet, Review, State
+from waypost.model import TERMINAL, Evidence, Gate, Packet, Review, State
 from waypost.usecases.views import ago, event_gist, when
 
 LABEL = 10  # the width of the terminal view's labels
@@ -92,9 +92,7 @@ def show_text(packet: Packet, now: datetime) -> str:
         f"{(a.sha256 or '')[:12]} {one_line(a.url or a.path or '')}".rstrip()
         for a in packet.artifacts]))
     lines.extend(_section("evidence", [_evidence_line(e) for e in packet.evidence]))
-    lines.extend(_section("gates", [f"{one_line(g.name)}: {one_line(g.check)}"
-                                    + ("" if g.required else " (optional)")
-                                    for g in packet.gates]))
+    lines.extend(_section("gates", [gate_line(packet, g) for g in packet.gates]))
     if packet.result:
         lines += _block("result", packet.result.summary)
         if packet.result.public_summary:
@@ -110,6 +108,27 @@ def show_text(packet: Packet, now: datetime) -> str:
         lines.extend(_section("deliveries", [one_line(observed.row(d, now))
                                              for d in packet.observed.deliveries]))
     return "\n".join(lines)
+
+
+def gate_line(packet: Packet, gate: Gate) -> str:
+    """`tests: command:pytest -q, declared by w1: …`, saying whether review runs it."""
+    from waypost.core.gates import adopter, declared_by, runs_at_review  # only with gates
+
+    said = (f"{one_line(gate.name)}: {one_line(gate.check)}"
+            f"{'' if gate.required else ' (optional)'}, "
+            f"declared by {one_line(declared_by(packet, gate))}")
+    if adopter(gate):
+        return f"{said}, adopted by {one_line(adopter(gate) or '')}"
+    if runs_at_review(packet, gate):
+        return said
+    return (f"{said}: NOT run at review until the owner adopts it: waypost gate adopt "
+            f"{packet.id} {_quoted(gate.name)} --as {_quoted(packet.owner)}")
+
+
+def _quoted(text: str) -> str:
+    import shlex
+
+    return one_line(shlex.quote(text))
 
 
 def _now_lines(packet: Packet, now: datetime) -> list[str]:

@@ -43,11 +43,16 @@ def review(ctx: Ctx, run_id: str, cwd: str | None) -> None:
     ctx.emit(report, f"{run_id} review {report.review} by {report.by}: {verdict}\n"
              + verdict_table(report.gates))
     if not report.approvable:
-        failed = ", ".join(v.gate for v in unmet(report.gates))
+        missing = unmet(report.gates)
+        failed = ", ".join(v.gate for v in missing)
+        waiting = [v.gate for v in missing if v.awaits_adoption]
+        adopt = (f"adopt a gate you would run, then review again: waypost gate adopt "
+                 f"{run_id} {shlex.quote(waiting[0])} --as {shlex.quote(packet.owner)}; or "
+                 if waiting else "")
         raise RuleViolation(
             f"review {report.review} of {run_id}: required gate(s) did not pass: {failed} "
             "(the verdicts are recorded)",
-            hint=f"send it back: waypost changes {run_id} --reason TEXT; or only the owner "
+            hint=f"{adopt}send it back: waypost changes {run_id} --reason TEXT; or only the owner "
             f"{packet.owner} may waive: waypost approve {run_id} --waive GATE=REASON "
             f"--as {shlex.quote(packet.owner)}")
 

@@ -7,7 +7,8 @@ run (`core.authority`) decide as they do for any actor: the holder is the actor.
              watch`), never over HTTP: a remote caller records no silence.
     worker   reads; claim and resume (the one takeover rule), heartbeat, block, resolve the
              blockers a worker resolves (failed_command, unavailable_resource, other),
-             artifacts, evidence, ready
+             artifacts, evidence, ready, add a gate (the worker's: it runs at review once
+             the owner adopts it)
     owner    everything, on the runs its holder owns (and it starts runs owned by its
              holder); on other runs it reads
 
@@ -25,6 +26,7 @@ import enum
 from collections.abc import Iterable
 from typing import Final, Protocol
 
+from waypost.core.gates import runs_at_review
 from waypost.errors import NotAuthorized, NotFound, Refused
 from waypost.model import BlockerKind, Packet
 
@@ -47,12 +49,15 @@ class Operation(enum.StrEnum):
     TRANSFER = "transfer"
     CANCEL = "cancel"
     RETARGET = "retarget"
+    ADD_GATE = "add_gate"  # declare another gate (the worker's waits for the owner's adoption)
+    ADOPT_GATE = "adopt_gate"  # the owner makes another's gate its own
 
 
 READS: Final = frozenset({Operation.LIST, Operation.READ})
 WORKER_OPERATIONS: Final = READS | {
     Operation.CLAIM, Operation.RESUME, Operation.HEARTBEAT, Operation.BLOCK,
-    Operation.UNBLOCK, Operation.ARTIFACT, Operation.EVIDENCE, Operation.READY}
+    Operation.UNBLOCK, Operation.ARTIFACT, Operation.EVIDENCE, Operation.READY,
+    Operation.ADD_GATE}
 ROLE_OPERATIONS: Final[dict[str, frozenset[Operation]]] = {
     "viewer": READS,
     "watcher": READS,
@@ -175,9 +180,12 @@ def check_remote_check(spec: str, packet: Packet, *, allow_exec: bool,
 
 def check_remote_review(packet: Packet, *, allow_exec: bool,
                         outbound: Iterable[str] = ()) -> None:
-    """A review runs every gate: refused when any gate would (`check_remote_check`)."""
+    """A review runs every gate that is the owner's (or reads only the store): refused when
+    any of those would (`check_remote_check`). A gate awaiting the owner's adoption runs
+    nothing at review (`core.gates.runs_at_review`)."""
     for gate in packet.gates:
-        check_remote_check(gate.check, packet, allow_exec=allow_exec, outbound=outbound)
+        if runs_at_review(packet, gate):
+            check_remote_check(gate.check, packet, allow_exec=allow_exec, outbound=outbound)
 
 
 def check_remote_uri(uri: str | None, field: str, *, outbound: Iterable[str],

@@ -21,9 +21,10 @@ from waypost.core.due import (
 from waypost.core.moves import Move, destination
 from waypost.errors import NotAuthorized, RuleViolation, StaleLease
 from waypost.events import BlockerOpened, Event, EventData, Nudged
-from waypost.model import Authority, BlockerKind, Liveness, NudgeTopic, Packet
+from waypost.model import Authority, BlockerKind, Liveness, NudgeTopic, Packet, State
 
-OWNER_MOVES: Final = frozenset({Move.CHANGES, Move.TRANSFER, Move.CANCEL, Move.RETARGET})
+OWNER_MOVES: Final = frozenset({Move.CHANGES, Move.TRANSFER, Move.CANCEL, Move.RETARGET,
+                                Move.ADOPT_GATE})
 WATCHDOG_PREFIX: Final = "watchdog:"
 RELAY_PREFIX: Final = "relay:"
 # what a watchdog may record, each with the moment it falls due (core/due.py)
@@ -52,13 +53,23 @@ def authorize(packet: Packet, event: Event, move: Move) -> None:
         _check_authority(packet, event.actor, Authority.APPROVE, move)
         return
     if move in OWNER_MOVES:
-        if event.actor != packet.owner:
-            raise NotAuthorized(
-                f"{event.actor} may not {move} run {packet.id}: only its owner {packet.owner} may",
-                hint=f"run it as the owner: --as {packet.owner}",
-            )
+        check_owner(packet, event.actor, move)
+        return
+    if move is Move.ADD_GATE and packet.state is State.READY_FOR_REVIEW:
+        # the result is submitted: a gate the worker added now would only hold up approval
+        check_owner(packet, event.actor, move, when=" once the result is submitted")
         return
     _check_worker(packet, event, move)
+
+
+def check_owner(packet: Packet, actor: str, move: Move, *, when: str = "") -> None:
+    """Raise unless `actor` is the run's owner (the moves only the owner makes)."""
+    if actor != packet.owner:
+        raise NotAuthorized(
+            f"{actor} may not {move} run {packet.id}: only its owner {packet.owner} "
+            f"may{when}",
+            hint=f"run it as the owner: --as {packet.owner}",
+        )
 
 
 def _watched_condition(data: EventData) -> Callable[[Packet], datetime | None] | None:

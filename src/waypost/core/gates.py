@@ -1,5 +1,19 @@
-"""The gate rules, pure: what a review must record, what the latest review says of each
-gate, and whether the run may be approved. The state machine calls these; so do the views.
+"""The gate rules, pure: whose gate is whose and which ones a review runs, what a review
+must record, what the latest review says of each gate, and whether the run may be
+approved. The state machine calls these; so do the review and the views.
+
+Gates are the owner's. A review runs a gate in the reviewer's environment, so it runs one
+that could run, read or reach anything there (`is_active`: `command:`, `http:`, and
+`grep:`/`grep!:` over a path on disk) only if it is the owner's: declared by the owner (at
+the start, or added since) or adopted by the owner (`waypost gate adopt`). Anyone else's is
+recorded at review as not run, which blocks approval as an unmet gate does, until the
+owner adopts or waives it. A gate that reads only the store's own copies (`artifact:`,
+`no-private`, a grep over a stored artifact) runs whoever declared it: it can only make
+approval harder, never run anything.
+
+A gate recorded before gates said who declared them counts as declared by whoever started
+the run (its `created_by`): the owner's when the owner started it. This is read here, at
+review and in the views, never in `apply`, so every old history replays as it did.
 """
 
 from __future__ import annotations
@@ -11,9 +25,12 @@ from typing import Final
 import msgspec
 
 from waypost.errors import InvalidInput, NotAuthorized, RuleViolation
-from waypost.model import Assurance, Evidence, Packet, Review, Verdict, Waiver
+from waypost.model import Assurance, Evidence, Gate, Packet, Review, Verdict, Waiver
 
 HASHES_GATE: Final = "artifact-hashes"  # built in: every stored artifact re-verified at review
+# check kinds that read only the store's own copies (a grep does too, over a stored artifact)
+PASSIVE_CHECKS: Final = frozenset({"artifact", "no-private"})
+GREP_CHECKS: Final = frozenset({"grep", "grep!"})
 
 
 class GateVerdict(msgspec.Struct, frozen=True, kw_only=True):
@@ -24,6 +41,45 @@ class GateVerdict(msgspec.Struct, frozen=True, kw_only=True):
     summary: str
     evidence: tuple[str, ...] = ()
     waived: str | None = None  # the owner's reason, when waived
+    declared_by: str | None = None  # None: the built-in hash check
+    adopted_by: str | None = None  # the owner, once adopted
+    awaits_adoption: bool = False  # not the owner's and active: review does not run it
+
+
+def declared_by(packet: Packet, gate: Gate) -> str:
+    """Who declared `gate`: as recorded, else (a gate older than the record) the run's
+    starter."""
+    return gate.declared_by if isinstance(gate.declared_by, str) else packet.created_by
+
+
+def adopter(gate: Gate) -> str | None:
+    return gate.adopted_by if isinstance(gate.adopted_by, str) else None
+
+
+def is_owners(packet: Packet, gate: Gate) -> bool:
+    """Whether `gate` is the owner's: declared or adopted by the owner."""
+    return packet.owner in (declared_by(packet, gate), gate.adopted_by)
+
+
+def is_active(packet: Packet, gate: Gate) -> bool:
+    """Whether running `gate` could run, read or reach anything outside the store's own
+    copies: a command, a URL, a grep over a path on disk (an unknown kind counts too)."""
+    kind, _, arg = gate.check.strip().partition(":")
+    if kind in GREP_CHECKS:
+        artifact = packet.artifact(arg.rpartition(":")[2].strip())
+        return artifact is None or not artifact.stored  # as the grep check reads it
+    return kind not in PASSIVE_CHECKS
+
+
+def runs_at_review(packet: Packet, gate: Gate) -> bool:
+    return is_owners(packet, gate) or not is_active(packet, gate)
+
+
+def not_adopted(packet: Packet, gate: Gate) -> str:
+    """Why review did not run `gate`, and the command that would make it run."""
+    return (f"not run: declared by {declared_by(packet, gate)}, not by the owner "
+            f"{packet.owner}; the owner makes it their own with: waypost gate adopt "
+            f"{packet.id} {shlex.quote(gate.name)} --as {shlex.quote(packet.owner)}")
 
 
 def next_review_id(packet: Packet) -> str:
@@ -65,20 +121,33 @@ def verdicts(packet: Packet, review: Review | None,
              waived: Collection[Waiver] = ()) -> list[GateVerdict]:
     """Each declared gate (and the built-in hash check, when it ran) as `review` found it."""
     rows = [e for e in packet.evidence if review is not None and e.review == review.id]
-    gates = [(g.name, g.check, g.required) for g in packet.gates]
-    if any(e.gate == HASHES_GATE for e in rows) and HASHES_GATE not in {g[0] for g in gates}:
-        gates.append((HASHES_GATE, "artifact hashes", True))
     reasons = {w.gate: w.reason for w in waived}
-    out = []
-    for name, check, required in gates:
-        mine = [e for e in rows if e.gate == name]
-        verdict = _combined(mine)
-        failing = [e for e in mine if e.verdict is not Verdict.PASSED]
-        summary = "; ".join(e.summary for e in (failing or mine)) or "not run in this review"
-        out.append(GateVerdict(gate=name, check=check, required=required, verdict=verdict,
-                               summary=summary, evidence=tuple(e.id for e in mine),
-                               waived=reasons.get(name)))
+    out = [_verdict(packet, gate, [e for e in rows if e.gate == gate.name],
+                    reasons.get(gate.name)) for gate in packet.gates]
+    hashes = [e for e in rows if e.gate == HASHES_GATE]
+    if hashes and HASHES_GATE not in {g.name for g in packet.gates}:
+        out.append(GateVerdict(gate=HASHES_GATE, check="artifact hashes", required=True,
+                               verdict=_combined(hashes), summary=_summary(hashes),
+                               evidence=tuple(e.id for e in hashes),
+                               waived=reasons.get(HASHES_GATE)))
     return out
+
+
+def _summary(rows: Sequence[Evidence]) -> str:
+    failing = [e for e in rows if e.verdict is not Verdict.PASSED]
+    return "; ".join(e.summary for e in (failing or rows))
+
+
+def _verdict(packet: Packet, gate: Gate, mine: Sequence[Evidence],
+             waived: str | None) -> GateVerdict:
+    waits = not runs_at_review(packet, gate)
+    summary = _summary(mine) or (not_adopted(packet, gate) if waits
+                                 else "not run in this review")
+    return GateVerdict(gate=gate.name, check=gate.check, required=gate.required,
+                       verdict=_combined(mine), summary=summary,
+                       evidence=tuple(e.id for e in mine), waived=waived,
+                       declared_by=declared_by(packet, gate),
+                       adopted_by=adopter(gate), awaits_adoption=waits)
 
 
 def unmet(found: Sequence[GateVerdict]) -> list[GateVerdict]:
@@ -101,11 +170,22 @@ def check_approval(packet: Packet, actor: str, waivers: Sequence[Waiver]) -> Non
         raise RuleViolation(
             f"run {packet.id} cannot be approved: required gate(s) did not pass in review "
             f"{review.id}: {listed}",
-            hint=f"send it back: waypost changes {packet.id} --reason TEXT "
+            hint=_adopt_first(packet, missing)
+            + f"send it back: waypost changes {packet.id} --reason TEXT "
             f"--as {shlex.quote(packet.owner)}; "
             f"or only the owner {packet.owner} may waive, with a reason: waypost approve "
             f"{packet.id} --waive {shlex.quote(missing[0].gate + '=REASON')} "
             f"--as {shlex.quote(packet.owner)}")
+
+
+def _adopt_first(packet: Packet, missing: Sequence[GateVerdict]) -> str:
+    """When an unmet gate was not run for want of the owner's adoption: how to adopt it."""
+    waiting = [v for v in missing if v.awaits_adoption]
+    if not waiting:
+        return ""
+    return (f"if its check is one you would run, adopt it, then review again: waypost gate "
+            f"adopt {packet.id} {shlex.quote(waiting[0].gate)} "
+            f"--as {shlex.quote(packet.owner)}; or ")
 
 
 def _unreviewed_message(packet: Packet) -> str:

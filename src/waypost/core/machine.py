@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Final
 
 import msgspec
+from msgspec import UNSET
 
 from waypost.core import outbox
 from waypost.core.authority import authorize
@@ -30,6 +31,8 @@ from waypost.events import (
     Event,
     EventData,
     EvidenceRecorded,
+    GateAdded,
+    GateAdopted,
     Heartbeat,
     MarkedReady,
     Nudged,
@@ -42,6 +45,7 @@ from waypost.model import (
     Blocker,
     BlockerKind,
     ChangeRequest,
+    Gate,
     Kind,
     Lease,
     Nudge,
@@ -120,6 +124,7 @@ def _start(event: Event, data: Started) -> Packet:
                 "a long_running run must record before it starts: " + ", ".join(missing),
                 hint="add them to `waypost start`, or use --kind bounded for inline work",
             )
+    _check_started_gates(data.gates, event.actor)
     lease = None
     if data.worker:
         lease = Lease(actor=data.worker, epoch=1, acquired_at=event.at,
@@ -141,6 +146,15 @@ def _start(event: Event, data: Started) -> Packet:
         created_at=event.at,
         updated_at=event.at,
     )
+
+
+def _check_started_gates(gates: tuple[Gate, ...], actor: str) -> None:
+    """A run's first gates are declared by whoever starts it (said, or left unsaid as
+    before declarers were recorded); none is adopted yet."""
+    for gate in gates:
+        if gate.declared_by not in (UNSET, actor) or gate.adopted_by is not UNSET:
+            raise InvalidInput(f"gate {gate.name!r} of a new run is declared by its starter "
+                               f"{actor}, and adopted by nobody yet")
 
 
 def _resume_state(packet: Packet, before: Packet, state: State) -> State | None:
@@ -354,6 +368,50 @@ def _retargeted(packet: Packet, event: Event) -> Packet:
     return msgspec.structs.replace(packet, target=target, notify=notify)
 
 
+def _check_not_approved(packet: Packet, what: str) -> None:
+    """Gates are settled once approved (a run blocked by its delivery was approved)."""
+    if packet.approval is not None:
+        raise RuleViolation(f"run {packet.id} is approved: too late to {what}",
+                            hint=f"see its gates: waypost show {packet.id}")
+
+
+def _gate_added(packet: Packet, event: Event) -> Packet:
+    """Another gate, declared by the event's actor; a gate is never replaced, so nobody
+    weakens a gate the owner relies on by declaring one of the same name."""
+    from waypost.core.gates import HASHES_GATE
+
+    data = event.data
+    assert isinstance(data, GateAdded)
+    _check_not_approved(packet, "add a gate")
+    _require_text(data.name, "a gate's name")
+    _require_text(data.check, "a gate's check")
+    taken = next((g for g in packet.gates if g.name == data.name), None)
+    if taken is not None or data.name == HASHES_GATE:
+        raise RuleViolation(
+            f"run {packet.id} already has a gate named {data.name!r}"
+            + (f" ({taken.check})" if taken else " (built in)") + ": a gate is never replaced",
+            hint=f"give it another name: waypost gate add {packet.id} OTHER={data.check}")
+    gate = Gate(name=data.name, check=data.check, required=data.required,
+                declared_by=event.actor)
+    return msgspec.structs.replace(packet, gates=(*packet.gates, gate))
+
+
+def _gate_adopted(packet: Packet, event: Event) -> Packet:
+    data = event.data
+    assert isinstance(data, GateAdopted)
+    _check_not_approved(packet, "adopt a gate")
+    found = next((g for g in packet.gates if g.name == data.name), None)
+    if found is None:
+        known = ", ".join(g.name for g in packet.gates) or "none"
+        raise NotFound(f"run {packet.id} has no gate {data.name!r} (gates: {known})")
+    if found.adopted_by is not UNSET:
+        raise RuleViolation(f"gate {data.name!r} of {packet.id} was already adopted by "
+                            f"{found.adopted_by}")
+    adopted = msgspec.structs.replace(found, adopted_by=event.actor)
+    return msgspec.structs.replace(
+        packet, gates=tuple(adopted if g.name == data.name else g for g in packet.gates))
+
+
 def _nudged(packet: Packet, event: Event) -> Packet:
     data = event.data
     assert isinstance(data, Nudged)
@@ -379,4 +437,6 @@ _HANDLERS: Final[Mapping[type[EventData], Callable[[Packet, Event], Packet]]] = 
     Delivered: _delivered,
     DeliveryFailed: _delivery_failed,
     Retargeted: _retargeted,
+    GateAdded: _gate_added,
+    GateAdopted: _gate_adopted,
 }

@@ -22,6 +22,8 @@ from waypost.events import (
     DeliveryFailed,
     EventData,
     EvidenceRecorded,
+    GateAdded,
+    GateAdopted,
     Heartbeat,
     MarkedReady,
     Nudged,
@@ -49,6 +51,8 @@ class Move(QuickStrEnum):
     DELIVER = "deliver"  # the relay records the target's receipt for the final delivery
     DELIVERY_FAIL = "delivery_fail"  # the relay gives up on the final delivery: blocked
     RETARGET = "retarget"  # the owner changes the target or notify before delivery
+    ADD_GATE = "add_gate"  # declare another gate (the owner; the worker before ready)
+    ADOPT_GATE = "adopt_gate"  # the owner makes a gate someone else declared its own
 
 
 class _Return:
@@ -70,6 +74,8 @@ TABLE: Final[Mapping[State, Mapping[Move, Destination]]] = {
         Move.TRANSFER: None,
         Move.CANCEL: S.CANCELLED,
         Move.RETARGET: None,
+        Move.ADD_GATE: None,
+        Move.ADOPT_GATE: None,
     },
     S.BLOCKED: {
         Move.CLAIM: None,
@@ -81,6 +87,8 @@ TABLE: Final[Mapping[State, Mapping[Move, Destination]]] = {
         Move.TRANSFER: None,
         Move.CANCEL: S.CANCELLED,
         Move.RETARGET: None,
+        Move.ADD_GATE: None,
+        Move.ADOPT_GATE: None,
     },
     S.READY_FOR_REVIEW: {
         Move.EVIDENCE: None,
@@ -91,6 +99,8 @@ TABLE: Final[Mapping[State, Mapping[Move, Destination]]] = {
         Move.NUDGE: None,
         Move.CANCEL: S.CANCELLED,
         Move.RETARGET: None,
+        Move.ADD_GATE: None,
+        Move.ADOPT_GATE: None,
     },
     S.APPROVED: {
         Move.TRANSFER: None,
@@ -121,6 +131,8 @@ MOVE_OF: Final[Mapping[type[EventData], Move]] = {
     Delivered: Move.DELIVER,
     DeliveryFailed: Move.DELIVERY_FAIL,
     Retargeted: Move.RETARGET,
+    GateAdded: Move.ADD_GATE,
+    GateAdopted: Move.ADOPT_GATE,
 }
 
 

@@ -19,8 +19,9 @@ and the answer written back in that host's own format. Shapes as each host docum
   third-party setting), mapping `Stop` to `stop` and accepting Claude Code's answers, so a
   `--host claude` hook may be fed Cursor's input: it is read too.
 
-Every host lets the agent stop when a hook exits with any code but 0 and 2, so the caller
-turns its own failures into a refusal in the same format (`StopDecision(block=True)`).
+Every host lets the agent stop when a hook exits with any code but 0 and 2 (an HTTP hook:
+answers any status but 2xx), so `waypost.hooks.answer` turns its own failures into a
+refusal in the same format (`StopDecision(block=True)`).
 """
 
 from __future__ import annotations

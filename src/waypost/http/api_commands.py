@@ -60,6 +60,19 @@ class CommandsController(Controller):
               data: JSONBody[shapes.ReadyBody]) -> shapes.Moved:
         return ops.ready(store, caller, config, run_id, data)
 
+    @post("/gates", sync_to_thread=True, responses=ERRORS, status_code=200,
+          summary="Declare another gate (the owner's runs at review; a worker's, added "
+          "before ready, runs once the owner adopts it)")
+    def add_gate(self, store: StoreDep, caller: CallerDep, config: ConfigDep, run_id: RunId,
+                 data: JSONBody[shapes.GateBody]) -> shapes.Moved:
+        return ops.add_gate(store, caller, config, run_id, data)
+
+    @post("/gates/adopt", sync_to_thread=True, responses=ERRORS, status_code=200,
+          summary="Owner: make a gate someone else declared your own, so review runs it")
+    def adopt_gate(self, store: StoreDep, caller: CallerDep, run_id: RunId,
+                   data: JSONBody[shapes.AdoptBody]) -> shapes.Moved:
+        return ops.adopt_gate(store, caller, run_id, data)
+
     @post("/review", sync_to_thread=True, responses=ERRORS, status_code=200,
           summary="Owner: re-run the gates here (command/http gates need --allow-exec)")
     def review(self, store: StoreDep, caller: CallerDep, config: ConfigDep,

@@ -1,91 +1,89 @@
 """`POST /hooks/claude/{event}`: Claude Code's HTTP hooks, so a host on another machine
-uses the gate. The body is what the host would give `waypost hook` on stdin; the answer is
-its JSON (`{"decision": "block", "reason": …}` makes the agent go on; `{}` lets it stop).
-The decisions are `waypost.hooks.decide`'s, the same as the command line's; one route serves every
-event in `DECIDERS`, so a new event needs a decider, not a route.
+uses the gate. The body is what the host would give `waypost hook EVENT --host claude` on
+stdin; the answer is the same one (`waypost.hooks.answer`), as JSON: `{"decision":
+"block", "reason": …}` makes the agent go on; a stop let through is `{"systemMessage":
+…}`; context is `{"hookSpecificOutput": …}`; nothing to say is `{}`.
 
-The token's holder must read the session's run; counting the refused stops and recording
-the cap's blocker are writes, done only for a role that may block (a worker's or owner's)."""
+This door reads the body, the bearer token and the URL's `cap` and `run` (the run a parent
+started the session for, as `WAYPOST_RUN` is on the command line) and renders the answer.
+It answers 200 whatever happens, its own failures included (bad JSON, a missing, unknown,
+revoked or expired token, an unknown run, a store error): a host reads any other status
+as "the hook failed", which at a stop lets the agent stop unchecked."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Annotated, Any, Final
 
-import msgspec
 from anyio import to_thread
 from litestar import Request, post
 from litestar.params import PathParameter, QueryParameter
 
-from waypost.core import access
-from waypost.core.access import Operation
-from waypost.errors import InvalidInput, NotAuthorized, NotFound
-from waypost.hooks import decide as hooks
-from waypost.hooks.cap import capped
-from waypost.http import shapes
+from waypost.errors import InvalidInput, Unauthenticated, WaypostError
+from waypost.hooks import answer as hook_answer
+from waypost.hooks.cap import MemoryTally, read_cap
+from waypost.hooks.decide import DEFAULT_STOP_CAP
+from waypost.http import auth, shapes
 from waypost.http.api_files import read_at_most
-from waypost.http.deps import CallerDep, StoreDep
-from waypost.http.errors import ERRORS
-from waypost.model import Grant, Packet
-from waypost.store.base import Store
+from waypost.http.deps import ConfigDep, StoreDep
+from waypost.http.errors import TooLarge
 
-MAX_INPUT: Final = 1 << 20  # bytes of hook JSON taken at most (a host sends a few hundred)
+TALLY: Final = "hook_tally"  # the app state's MemoryTally: refusals not written to the store
 
 
-class ClaudeStop(msgspec.Struct, frozen=True, kw_only=True):
-    """What Claude Code sends a Stop hook (fields it may add later are ignored)."""
-
-    session_id: Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
-    hook_event_name: str
-    stop_hook_active: bool = False
-
-
-Decider = Callable[[Store, Grant, bytes, int], shapes.HookAnswer]
-
-
-@post("/hooks/claude/{event:str}", responses=ERRORS, status_code=200, tags=["hooks"],
-      request_max_body_size=None, summary="Claude Code's HTTP hook: the same decision as "
-      "`waypost hook EVENT --host claude`")
+@post("/hooks/claude/{event:str}", status_code=200, tags=["hooks"],
+      request_max_body_size=None, summary="Claude Code's HTTP hook: the same answer as "
+      "`waypost hook EVENT --host claude`, always 200")
 async def claude_hook(
-    request: Request[Any, Any, Any], store: StoreDep, caller: CallerDep,
-    event: Annotated[str, PathParameter(max_length=40, description="The hook event: stop.")],
-    cap: Annotated[int, QueryParameter(ge=1, le=100, description=(
-        "Refused stops in a row before the agent may stop anyway."))] = hooks.DEFAULT_STOP_CAP,
+    request: Request[Any, Any, Any], store: StoreDep, config: ConfigDep,
+    event: Annotated[str, PathParameter(description=(
+        "The hook event: stop, subagent-stop, session-start or user-prompt-submit."))],
+    cap: Annotated[str | None, QueryParameter(description=(
+        "Refused stops in a row before the agent may stop anyway (1 to 1000)."))] = None,
+    run: Annotated[str | None, QueryParameter(description=(
+        "The run a parent started this session for (WAYPOST_RUN's twin): a session start "
+        "attaches the session to it; a stop of a session with no run is held to it."))] = None,
 ) -> shapes.HookAnswer:
-    decide = DECIDERS.get(event.lower())
-    if decide is None:
-        raise NotFound(f"no hook event {event[:40]!r} for claude (known: "
-                       f"{', '.join(DECIDERS)})", hint="register the hook under Stop")
-    body = await read_at_most(request, MAX_INPUT)
-    return await to_thread.run_sync(decide, store, caller, body, cap)
-
-
-def claude_stop(store: StoreDep, caller: CallerDep, body: bytes, cap: int) -> shapes.HookAnswer:
+    problem: WaypostError | None = None
+    body = b""
     try:
-        stop = msgspec.json.decode(body, type=ClaudeStop)
-    except msgspec.DecodeError as exc:
-        raise InvalidInput(f"the body is not Claude Code's Stop JSON: {exc}") from exc
-    if stop.hook_event_name != "Stop":
-        raise InvalidInput(f"POST /hooks/claude/stop got a {stop.hook_event_name[:40]!r} "
-                           "event", hint="register this URL under Stop")
-    run_id = store.session_run(stop.session_id)
-    packet = store.get(run_id) if run_id else None
-    if packet is not None:
-        access.check_operation(caller, Operation.READ, packet)
-    decision = hooks.decide_stop(packet, stop.session_id)
-    if packet is not None and counts(caller, packet):
-        decision = capped(store, packet, decision, cap=cap, actor=caller.holder)
-    if decision.block:
-        return {"decision": "block", "reason": decision.reason}
-    return {"systemMessage": decision.reason}
-
-
-def counts(caller: Grant, packet: Packet) -> bool:
+        body = await read_at_most(request, hook_answer.MAX_INPUT)
+    except TooLarge:
+        problem = InvalidInput(f"the hook's input is over {hook_answer.MAX_INPUT} bytes")
+    except WaypostError as exc:
+        problem = exc
+    limit = DEFAULT_STOP_CAP
     try:
-        access.check_operation(caller, Operation.BLOCK, packet)
-    except NotAuthorized:
-        return False
-    return True
+        limit = read_cap(cap) if cap is not None else limit
+    except ValueError as exc:
+        problem = problem or InvalidInput(f"?cap={(cap or '')[:20]!r}: {exc}")
+    terms = hook_answer.Terms(cap=limit, require_run=config.project.require_run,
+                              named_run=(run or "").strip() or None, named_by="?run")
+    caller = hook_answer.Remote(secret=_secret(request), tally=_tally(request))
+
+    def read() -> bytes:  # what this door could not read is the answer's failure too
+        if problem is not None:
+            raise problem
+        return body
+
+    def respond() -> shapes.HookAnswer:
+        return hook_answer.answer(lambda: store, "claude", event, read, caller=caller,
+                                  terms=terms).document()
+
+    return await to_thread.run_sync(respond)
 
 
-DECIDERS: Final[dict[str, Decider]] = {"stop": claude_stop}
+def _secret(request: Request[Any, Any, Any]) -> str | None:
+    try:
+        return auth.secret_of(request)
+    except Unauthenticated:
+        return None  # a header that is not a bearer token's: as good as none
+
+
+def _tally(request: Request[Any, Any, Any]) -> MemoryTally:
+    """The app's memory tally, made at its first hook call (on the event loop's thread,
+    so once)."""
+    state = request.app.state
+    tally = state.get(TALLY)
+    if not isinstance(tally, MemoryTally):
+        tally = state[TALLY] = MemoryTally()
+    return tally

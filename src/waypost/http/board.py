@@ -44,7 +44,8 @@ from waypost.usecases.views import observe_run, observe_runs
 
 LIST_LIMIT: Final = 1000  # runs on the board, the most recently changed first
 ACTIONS: Final = {"review": Operation.REVIEW, "approve": Operation.APPROVE,
-                  "changes": Operation.CHANGES, "cancel": Operation.CANCEL}
+                  "changes": Operation.CHANGES, "cancel": Operation.CANCEL,
+                  "adopt": Operation.ADOPT_GATE}
 FormData = dict[str, list[str]]
 BodyT = TypeVar("BodyT")
 RunId = Annotated[str, PathParameter(max_length=64, description="The run's id (wp_…).")]
@@ -189,8 +190,8 @@ def sign_out(request: Request[Any, Any, Any]) -> Redirect:
 @post("/runs/{run_id:str}/{action:str}", status_code=303)
 async def act(request: Request[Any, Any, Any], store: StoreDep, config: ConfigDep,
               run_id: RunId, action: Action) -> Response[Any]:
-    """review, approve (with waivers), changes, cancel: the same rules and use cases as
-    the API's; a refusal shows the run page with the reason."""
+    """review, approve (with waivers), changes, cancel, adopt (a gate): the same rules and
+    use cases as the API's; a refusal shows the run page with the reason."""
     form = await request.form()
     fields: FormData = {key: [str(v) for v in form.getall(key)] for key in form}
     who = await _offload(functools.partial(board_session.visitor, request, store, config))
@@ -210,11 +211,14 @@ def perform(store: StoreDep, config: ConfigDep, who: Visitor, run_id: str, actio
     operation = ACTIONS.get(action)
     if operation is None:
         raise errors.NotFound(f"the board has no action {action[:40]!r}",
-                              hint="review, approve, changes or cancel")
+                              hint="review, approve, changes, cancel or adopt")
     if who.grant is None:
         raise errors.NotAuthorized("the open board is read only", hint="sign in with a token")
     if operation is Operation.REVIEW:
         operations.review(store, who.grant, config, run_id)
+    elif operation is Operation.ADOPT_GATE:
+        operations.adopt_gate(store, who.grant, run_id,
+                              _body({"name": _one(fields, "gate") or ""}, shapes.AdoptBody))
     elif operation is Operation.APPROVE:
         operations.approve(store, who.grant, run_id,
                            _body({"waivers": _waivers(fields)}, shapes.ApproveBody))

@@ -24,7 +24,7 @@ from waypost.usecases.views import ago, event_gist, when
 
 STATE_ORDER = (State.IN_PROGRESS, State.BLOCKED, State.READY_FOR_REVIEW, State.APPROVED,
                State.DELIVERED, State.CANCELLED)
-OWNER_ACTIONS = ("review", "approve", "changes", "cancel")  # what the run page may offer
+OWNER_ACTIONS = ("adopt", "review", "approve", "changes", "cancel")  # what the run page may offer
 TITLE_WIDTH = 120  # characters of a title in a board row
 TIMELINE_GIST = 200  # characters of an event's gist on the run page
 
@@ -153,6 +153,9 @@ class GateView:
     summary: str
     waived: str  # the owner's reason, when waived
     unmet: bool  # required and neither passed nor waived: approving needs a waiver
+    declared_by: str  # who declared it ("" for the built-in hash check)
+    adopted_by: str  # the owner, once adopted
+    awaits_adoption: bool  # another's gate that review does not run until the owner adopts it
 
 
 @dataclass(frozen=True)
@@ -221,12 +224,16 @@ def run_page(packet: Packet, events: Sequence[Event], now: datetime,
 
 def possible(packet: Packet, allowed: Collection[str]) -> frozenset[str]:
     """The allowed owner actions the run's state offers: review, approve and changes while
-    it waits for review; cancel until it is finished. (The use cases decide again.)"""
+    it waits for review; cancel until it is finished; adopt while a gate awaits the owner's
+    adoption, until approval. (The use cases decide again.)"""
     offered = set()
     if packet.state is State.READY_FOR_REVIEW:
         offered |= {"review", "approve", "changes"}
     if packet.state not in TERMINAL:
         offered.add("cancel")
+    if packet.approval is None and packet.state not in TERMINAL and any(
+            v.awaits_adoption for v in verdicts(packet, None)):
+        offered.add("adopt")
     return frozenset(a for a in OWNER_ACTIONS if a in allowed and a in offered)
 
 
@@ -246,7 +253,9 @@ def _gates(packet: Packet) -> tuple[GateView, ...]:
                           required=v.required,
                           verdict=str(v.verdict) if v.verdict else "not reviewed",
                           summary=one_line(v.summary), waived=one_line(v.waived or ""),
-                          unmet=v.gate in open_)
+                          unmet=v.gate in open_, declared_by=one_line(v.declared_by or ""),
+                          adopted_by=one_line(v.adopted_by or ""),
+                          awaits_adoption=v.awaits_adoption)
                  for v in found)
 
 

@@ -229,7 +229,20 @@ def ready(store: Store, caller: Caller, config: ServerConfig, run_id: str,
                                   config=config.project))
 
 
+def add_gate(store: Store, caller: Caller, config: ServerConfig, run_id: str,
+             body: shapes.GateBody) -> shapes.Moved:
+    """Another gate; an http: check reaches only a listed host (as at start). A command
+    is recorded, never run here: the owner's review runs it once it is the owner's."""
+    run = handle(store, caller, run_id, Operation.ADD_GATE, epoch=body.epoch)
+    access.check_remote_gates([body.check], outbound=config.outbound)
+    return moved(store, run.add_gate(body.name, body.check, required=body.required))
+
+
 # --- the owner's ------------------------------------------------------------------------
+
+
+def adopt_gate(store: Store, caller: Caller, run_id: str, body: shapes.AdoptBody) -> shapes.Moved:
+    return moved(store, handle(store, caller, run_id, Operation.ADOPT_GATE).adopt_gate(body.name))
 
 
 def review(store: Store, caller: Caller, config: ServerConfig, run_id: str) -> shapes.Reviewed:

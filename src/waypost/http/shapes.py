@@ -95,6 +95,19 @@ class ReadyBody(WorkerBody, frozen=True, kw_only=True):
                          msgspec.Meta(max_length=100)] = []
 
 
+class GateBody(WorkerBody, frozen=True, kw_only=True):
+    """Another gate. The owner's runs at review; anyone else's (a worker's, before ready)
+    is shown as theirs and runs at the owner's review only once the owner adopts it."""
+
+    name: Name
+    check: Annotated[str, msgspec.Meta(min_length=1, max_length=2_000)]
+    required: bool = True
+
+
+class AdoptBody(Body, frozen=True, kw_only=True):
+    name: Name  # the gate the owner makes its own
+
+
 class ApproveBody(Body, frozen=True, kw_only=True):
     waivers: Annotated[dict[Annotated[str, msgspec.Meta(max_length=200)], Text],
                        msgspec.Meta(max_length=50)] = {}

@@ -8,6 +8,7 @@ package alone loads nothing of it, so the CLI can name the verb without paying f
     outputs.py  the worker's durable outputs and proof (artifacts, evidence)
     session.py  who acts, on which store, within which limits (and the epochs held)
     owner.py    the owner's tools (review, approve, request_changes, cancel, retarget)
+    gates.py    the gate tools (add_gate: the owner, or the worker; adopt_gate: the owner)
     answers.py  the one map from the exception root to tool errors, and the success shape
     shapes.py   what every tool returns (TypedDicts: the output schemas) and the enumerations
 

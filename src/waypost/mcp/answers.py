@@ -31,9 +31,10 @@ TOOL_OF_VERB = (
     ("heartbeat", "heartbeat"), ("block", "block"), ("unblock", "unblock"),
     ("ready", "mark_ready"), ("claim", "resume"), ("resume", "resume"),
     ("review", "review"), ("approve", "approve"), ("changes", "request_changes"),
-    ("cancel", "cancel"), ("retarget", "retarget"),
+    ("cancel", "cancel"), ("retarget", "retarget"), ("gate add", "add_gate"),
+    ("gate adopt", "adopt_gate"),
 )
-_VERB = re.compile(r"\bwaypost ((?:evidence|artifact) \w+|\w+)")
+_VERB = re.compile(r"\bwaypost ((?:evidence|artifact|gate) \w+|\w+)")
 
 
 # what a host may assume of each tool (hints): reads change nothing; a repeat of these

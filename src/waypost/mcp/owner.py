@@ -1,5 +1,5 @@
-"""The owner's tools: review (re-run the gates here), approve, request_changes, cancel,
-retarget. The rules decide who may (the owner, or whom the owner transferred the authority
+"""The owner's tools: review (re-run the owner's gates here), approve, request_changes,
+cancel, retarget. The rules decide who may (the owner, or whom the owner transferred the authority
 to); a server started for anyone else gets the CLI's refusal, naming who may."""
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from pydantic import Field
 from waypost import model
 from waypost.config import Config
 from waypost.core import access
+from waypost.core.gates import runs_at_review
 from waypost.core.targets import FORMS
 from waypost.mcp.answers import add_tools, answer, as_json
 from waypost.mcp.session import Session
@@ -32,7 +33,8 @@ def bounded(session: Session, packet: model.Packet) -> Config:
     """The config a review runs its gates under here: the gates that run a command or reach
     a URL share the tool's time limit, so the call answers within it (a gate cut short is
     recorded as failed, with the reason; `waypost review` in a shell has no such limit)."""
-    slow = sum(1 for g in packet.gates if g.check.strip().startswith(("command:", "http:")))
+    slow = sum(1 for g in packet.gates if runs_at_review(packet, g)
+               and g.check.strip().startswith(("command:", "http:")))
     share = session.evidence_limit / max(slow, 1)
     return msgspec.structs.replace(
         session.config, evidence_timeout=min(session.config.evidence_timeout, share))
@@ -41,7 +43,9 @@ def bounded(session: Session, packet: model.Packet) -> Config:
 def _review(session: Session) -> Any:
     def review(run: RunId) -> Annotated[CallToolResult, Reviewed]:
         """Owner: re-run every gate of a ready_for_review run here, re-verify its
-        artifacts, and record each verdict as rechecked evidence. Gates that run commands
+        artifacts, and record each verdict as rechecked evidence. A command, URL or file
+        gate someone else declared is recorded as not run until you adopt_gate it (it
+        blocks approval until then, unless waived). Gates that run commands
         share this server's time limit (default 20 s): one cut short fails, and the owner
         re-runs `waypost review RUN` in a shell. Returns whether it is
         approvable and each gate's verdict. Next: approve if approvable; else

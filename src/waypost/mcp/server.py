@@ -14,7 +14,7 @@ from pydantic import AnyUrl
 
 from waypost.core.access import Operation
 from waypost.errors import InvalidInput, WaypostError
-from waypost.mcp import owner, worker
+from waypost.mcp import gates, owner, worker
 from waypost.mcp.session import CALL, OPERATION_OF_TOOL, Call, Session
 from waypost.model import TERMINAL, Grant, State, to_json
 
@@ -26,7 +26,8 @@ blockers, artifacts, evidence, and one final delivery to a target recorded up fr
 As the worker: checkpoint_start (or resume) before the work, heartbeat while working,
 block when stuck on something specific, add_artifact for durable outputs, run_evidence /
 check_evidence for proof (skip_evidence when a check cannot run, with the reason), then
-mark_ready with a summary. As the owner: review, then approve or request_changes.
+mark_ready with a summary. As the owner: review, then approve or request_changes; a gate
+someone else declared runs at your review only once you adopt_gate it.
 Every refusal says why and names the tool to call next."""
 
 
@@ -78,6 +79,7 @@ def build(session: Session) -> MCPServer:
     server = WaypostServer("waypost", instructions=INSTRUCTIONS, version=_version())
     worker.register(server, session)
     owner.register(server, session)
+    gates.register(server, session)
     _resources(server, session)
     return server
 

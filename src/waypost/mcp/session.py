@@ -37,7 +37,8 @@ OPERATION_OF_TOOL: dict[str, Operation] = {
     "skip_evidence": Operation.EVIDENCE, "mark_ready": Operation.READY,
     "resume": Operation.RESUME, "review": Operation.REVIEW, "approve": Operation.APPROVE,
     "request_changes": Operation.CHANGES, "cancel": Operation.CANCEL,
-    "retarget": Operation.RETARGET,
+    "retarget": Operation.RETARGET, "add_gate": Operation.ADD_GATE,
+    "adopt_gate": Operation.ADOPT_GATE,
 }
 
 

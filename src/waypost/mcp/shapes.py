@@ -108,6 +108,16 @@ class Approved(TypedDict):
     next: str
 
 
+class GateMoved(TypedDict):
+    """A gate added or adopted: the gate (who declared it, who adopted it) and whether the
+    owner's review runs it."""
+
+    run: str
+    state: str
+    gate: dict[str, Any]
+    next: str
+
+
 class Retargeted(TypedDict):
     run: str
     state: str

@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 import msgspec
+from msgspec import UNSET, UnsetType
 
 from waypost.errors import InvalidInput
 from waypost.model.base import QuickStrEnum, Record, quick
@@ -175,9 +176,18 @@ class Evidence(Record, frozen=True, kw_only=True):
 
 
 class Gate(Record, frozen=True, kw_only=True):
+    """A check the owner requires before delivery. Review runs it only if it is the owner's
+    (declared or adopted by the owner; `waypost.core.gates.is_owners`), unless it reads
+    nothing but the store (`is_active`)."""
+
     name: str
     check: str  # KIND:ARG, e.g. "command:pytest -q", "artifact:draft.md"
     required: bool = True
+    # Who declared it, and the owner who adopted it. Never null: absent until said (UNSET
+    # is left out of the JSON), so a gate recorded before they existed encodes, and the
+    # event that holds it hashes, exactly as it did then.
+    declared_by: str | UnsetType = UNSET
+    adopted_by: str | UnsetType = UNSET
 
 
 class Result(Record, frozen=True, kw_only=True):

@@ -6,13 +6,14 @@ store's one write primitive.
     starting.py  start a run: its parameters decided once, then the `Started` event
     runs.py      `Run`: every verb that happens to a run once started (claim, heartbeat,
                  block, unblock, artifacts, evidence, ready, review, approve, changes,
-                 transfer, cancel, resume, retarget)
+                 transfer, cancel, resume, retarget, add_gate, adopt_gate)
     artifacts.py recording files and bytes as artifacts, fetching them back, bounded
     evidence.py  running a command under bounds, and the evidence record made from it
     checks.py    the built-in checks (artifact, grep, no-private, http, command)
     substance.py whether an artifact holds real content
     scanning.py  scanning files for private identifiers (the sanitizer's reading part)
     review.py    the owner's review: every gate re-run, recorded as `rechecked` evidence
+    gates.py     gates added after the start, and adopted by the owner
     handoff.py   resume: a takeover of a silent worker, and the brief for the new one
     retarget.py  the owner changes where the result goes, before delivery
     beats.py     heartbeats sent on a busy worker's behalf

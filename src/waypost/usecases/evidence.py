@@ -32,6 +32,7 @@ class CheckResult(msgspec.Struct, frozen=True, kw_only=True):
     output_tail: str | None = None
     log_sha256: str | None = None
     artifacts: tuple[str, ...] = ()
+    reason: str | None = None  # why it did not run (verdict skipped)
 
 
 def run_command(argv: Sequence[str], *, cwd: str | None = None, timeout: float = 3600.0,
@@ -98,5 +99,5 @@ def to_evidence(found: CheckResult, *, id: str, assurance: Assurance, at: dateti
                     summary=found.summary, command=found.command, cwd=found.cwd,
                     exit_code=found.exit_code, duration_s=found.duration_s,
                     output_tail=found.output_tail, log_sha256=found.log_sha256,
-                    artifacts=found.artifacts, gate=gate, review=review, recorded_at=at,
-                    recorded_by=by)
+                    reason=found.reason, artifacts=found.artifacts, gate=gate, review=review,
+                    recorded_at=at, recorded_by=by)

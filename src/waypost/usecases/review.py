@@ -1,6 +1,7 @@
 """The parent's review (`Run.review`): re-run every gate in the reviewer's own environment,
 re-verify every stored artifact, and record each result as `rechecked` evidence in one
-`reviewed` event.
+`reviewed` event. A gate that is not the owner's and would run, read or reach anything
+here is recorded as not run (skipped, naming `waypost gate adopt`) instead (`core.gates`).
 
 Approval (the state machine's rule) then looks only at the latest review of the current
 result: each required gate passed there, or the owner waived it with a reason.
@@ -14,12 +15,21 @@ from datetime import datetime
 import msgspec
 
 from waypost.config import Config
-from waypost.core.gates import HASHES_GATE, GateVerdict, next_review_id, unmet, verdicts
+from waypost.core.gates import (
+    HASHES_GATE,
+    GateVerdict,
+    next_review_id,
+    not_adopted,
+    runs_at_review,
+    unmet,
+    verdicts,
+)
 from waypost.errors import InvalidInput
 from waypost.events import Reviewed
-from waypost.model import Assurance, Gate, Packet
+from waypost.model import Assurance, EvidenceKind, Gate, Packet, Verdict
 from waypost.store.base import Store
 from waypost.usecases.checks import (
+    EVIDENCE_KIND,
     Check,
     CheckKind,
     Context,
@@ -40,11 +50,25 @@ class ReviewReport(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def run_gate(gate: Gate, ctx: Context) -> CheckResult:
-    """One gate's check; a check that cannot even be parsed is a failed gate, not a crash."""
+    """One gate's check; a check that cannot even be parsed is a failed gate, not a crash.
+    A gate someone other than the owner declared, that would run, read or reach anything
+    here, is not run until the owner adopts it: it is recorded as skipped, with the reason
+    and the command that adopts it (`core.gates`)."""
+    if not runs_at_review(ctx.packet, gate):
+        why = not_adopted(ctx.packet, gate)
+        return CheckResult(kind=_evidence_kind(gate.check), verdict=Verdict.SKIPPED,
+                           summary=why, command=gate.check, reason=why)
     try:
         return run_check(parse_check(gate.check), ctx)
     except InvalidInput as exc:
         return check_result(Check(spec=gate.check, kind=CheckKind.COMMAND), False, exc.message)
+
+
+def _evidence_kind(spec: str) -> EvidenceKind:
+    try:
+        return EVIDENCE_KIND[CheckKind(spec.strip().partition(":")[0])]
+    except ValueError:
+        return EvidenceKind.COMMAND
 
 
 Measured = Sequence[tuple[str, CheckResult]]  # (gate name, what its check found)

@@ -1,6 +1,7 @@
 """Use cases: a `Run` handle that owns every verb that happens to a run once it is started
 (`waypost.usecases.starting`): the worker's (claim, heartbeat, block, artifacts, evidence
-and checks, ready, resume) and the owner's (review, approve, changes, transfer, cancel).
+and checks, ready, resume) and the owner's (review, approve, changes, transfer, cancel;
+adding and adopting gates, which the worker may add too).
 
 Every write goes the same way: read the packet, build one event, `apply` it (the rules),
 and commit event + packet with the version guard. A version conflict re-reads and
@@ -373,6 +374,20 @@ class Run:
         packet = self.write(lambda p: review.reviewed(p, measured, at=self.clock(),
                                                       by=self.actor))
         return packet, review.report(packet)
+
+    def add_gate(self, name: str, check: str, *, required: bool = True) -> Packet:
+        """Declare another gate (`waypost.usecases.gates`): the owner's runs at review; the
+        worker's (before ready) is shown as the worker's and runs once the owner adopts it."""
+        from waypost.usecases import gates
+
+        gate = gates.decide_added(name, check, required=required)
+        return self.write(lambda p: gates.added(p, gate))
+
+    def adopt_gate(self, name: str) -> Packet:
+        """Owner: make a gate someone else declared the owner's own, so review runs it."""
+        from waypost.usecases import gates
+
+        return self.write(lambda p: gates.adopted(p, name, self.actor))
 
     def changes(self, reason: str) -> Packet:
         checked_text(self.store, reason, "reason")

@@ -29,6 +29,7 @@ from waypost.errors import InvalidInput
 from waypost.events import Started
 from waypost.model import Gate, Kind, StopRules, to_json
 from waypost.store.base import Store
+from waypost.usecases.gates import declared
 from waypost.usecases.runs import Run, check_targets, checked_text
 
 Seconds = str | float | None  # a duration as a door has it: text (`2h`) or seconds
@@ -189,7 +190,7 @@ def start(store: Store, spec: StartSpec | str, /, *, actor: str, config: Config 
     checked_text(store, spec.title, "title")
     inputs.name(actor, "actor")
     check_targets(store, config, target=spec.target, notify=spec.notify)
-    gates = with_default_gates(spec.gates, config)
+    gates = declared(with_default_gates(spec.gates, config), actor)
     now = clock()
     run_id = new_run_id(now)
     event = make_event(None, run_id, _started(spec, actor, gates, now), actor=actor, at=now)

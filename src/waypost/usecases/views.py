@@ -34,8 +34,19 @@ def observe_run(store: Store, packet: Packet, now: datetime | None = None) -> Pa
 
 def event_gist(data: EventData) -> str:
     """What an event said, in a few words (raw: each view escapes it its own way)."""
-    from waypost.events import Approved, Claimed, Retargeted, Reviewed  # `show` reads none
+    from waypost.events import (  # `show` reads none
+        Approved,
+        Claimed,
+        GateAdded,
+        GateAdopted,
+        Retargeted,
+        Reviewed,
+    )
 
+    if isinstance(data, GateAdded):
+        return f"{data.name}={data.check}" + ("" if data.required else " (optional)")
+    if isinstance(data, GateAdopted):
+        return f"adopted gate {data.name}"
     if isinstance(data, Reviewed):
         return f"{data.review_id}: " + gates_by_verdict(data.evidence)
     if isinstance(data, Approved):
