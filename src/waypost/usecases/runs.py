@@ -103,7 +103,7 @@ class Run:
         self.store = store
         self.id = run_id
         self.actor = inputs.name(actor, "actor")
-        self.epoch = epoch
+        self.epoch = None if epoch is None else inputs.epoch(epoch)
         self.clock = clock
         self.expected_version = expected_version
         self._last: Snapshot | None = None  # what this handle committed last
@@ -188,7 +188,7 @@ class Run:
         if note is not None:
             checked_text(self.store, note, "note", required=False)
         if progress is not None:
-            inputs.finite(progress, "progress", low=0.0, high=1.0)
+            progress = inputs.fraction(progress)
         return self.write(lambda p: Heartbeat(
             note=note, fraction=progress,
             lease_expires_at=lease_until(p.stop_rules, self.clock())))
