@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from collections.abc import Callable
@@ -19,24 +20,33 @@ Clock = Callable[[], datetime]  # what every loop and use case takes as `clock=`
 MAX_DURATION = 3653 * 86400.0  # ten years: longer is a typo, and would overflow a date
 
 
-def parse_duration(text: str, flag: str = "duration", *, positive: bool = False) -> float:
-    """Seconds in `text` (a bare number is seconds): finite, at most ten years, and above
-    zero when `positive`. A refusal names `flag`."""
+def parse_duration(value: str | float, flag: str = "duration", *,
+                   positive: bool = False) -> float:
+    """Seconds in `value`: text (`90s`, `1h30m`; a bare number is seconds) or a number of
+    seconds as typed (a JSON body, a tool's argument, the library), under one rule in the
+    same words: finite, at most ten years, and above zero when `positive`. A refusal
+    names `flag`."""
+    seconds = _text_seconds(value, flag) if isinstance(value, str) else value
+    if (isinstance(seconds, bool) or not isinstance(seconds, int | float)
+            or not (seconds > 0 if positive else seconds >= 0) or seconds > MAX_DURATION):
+        least = "above 0" if positive else "at least 0"
+        raise InvalidInput(f"{flag}: duration {value!r} must be {least} and at most 3653d "
+                           "(ten years)", hint=DURATION_HINT)
+    return seconds
+
+
+DURATION_HINT = "write e.g. 90s, 5m, 2h, 1h30m or 7d"
+
+
+def _text_seconds(text: str, flag: str) -> float:
     value = text.strip().lower()
     try:
-        seconds = float(value)
+        return float(value)
     except ValueError:
         parts = re.findall(_PART, value)
         if not parts or "".join(n + u for n, u in parts) != value:
-            raise InvalidInput(
-                f"{flag}: bad duration {text!r}", hint="write e.g. 90s, 5m, 2h, 1h30m or 7d"
-            ) from None
-        seconds = sum(float(n) * _UNITS[u] for n, u in parts)
-    if not (seconds > 0 if positive else seconds >= 0) or seconds > MAX_DURATION:
-        least = "above 0" if positive else "at least 0"
-        raise InvalidInput(f"{flag}: duration {text!r} must be {least} and at most 3653d "
-                           "(ten years)", hint="write e.g. 90s, 5m, 2h, 1h30m or 7d")
-    return seconds
+            raise InvalidInput(f"{flag}: bad duration {text!r}", hint=DURATION_HINT) from None
+        return sum(float(n) * _UNITS[u] for n, u in parts)
 
 
 def parse_deadline(text: str, now: datetime, flag: str = "--deadline") -> datetime:
@@ -44,14 +54,28 @@ def parse_deadline(text: str, now: datetime, flag: str = "--deadline") -> dateti
     either side of now."""
     if text.startswith("+"):
         return now + timedelta(seconds=parse_duration(text[1:], flag))
-    hint = "write +4h or an ISO time like 2026-12-01T17:00Z"
     try:
         moment = datetime.fromisoformat(text)
-        moment = moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
     except (ValueError, OverflowError):
-        raise InvalidInput(f"{flag}: bad deadline {text!r}", hint=hint) from None
-    if abs((moment - now).total_seconds()) > MAX_DURATION:
-        raise InvalidInput(f"{flag}: deadline {text!r} is more than ten years away", hint=hint)
+        raise InvalidInput(f"{flag}: bad deadline {text!r}", hint=DEADLINE_HINT) from None
+    return within_ten_years(moment, now, flag, shown=text)
+
+
+DEADLINE_HINT = "write +4h or an ISO time like 2026-12-01T17:00Z"
+
+
+def within_ten_years(moment: datetime, now: datetime, flag: str = "--deadline", *,
+                     shown: str | None = None) -> datetime:
+    """`moment` in UTC (a naive one is taken as UTC) if it is within ten years of now; a
+    refusal names `flag` and shows `shown` (the text as typed) or the moment."""
+    try:
+        moment = moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+        away = abs((moment - now).total_seconds())
+    except (ValueError, OverflowError):
+        away = math.inf
+    if away > MAX_DURATION:
+        raise InvalidInput(f"{flag}: deadline {shown or moment.isoformat()!r} is more than "
+                           "ten years away", hint=DEADLINE_HINT)
     return moment
 
 

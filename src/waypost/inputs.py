@@ -74,46 +74,74 @@ def key(value: str, field: str = "--idempotency-key") -> str:
     return text(value, field, limit=TEXT_LIMITS["idempotency_key"])
 
 
-def finite(value: float, field: str, *, low: float | None = None,
-           high: float | None = None) -> float:
-    """`value` if it is a finite number within [low, high]."""
-    if not math.isfinite(value) or (low is not None and value < low) or (
-            high is not None and value > high):
-        raise InvalidInput(f"{field} must be a finite number{_range(low, high)}, not {value!r}")
-    return value
+def finite(value: str | float, field: str, *, low: float | None = None,
+           high: float | None = None, hint: str = "") -> float:
+    """`value` if it is a finite number within [low, high]. Text (what a flag takes) and a
+    typed value (a JSON body, a tool's argument, the library) meet one rule in the same
+    words; NaN, infinities, booleans and text that is not a number are refused."""
+    number = _float(value) if isinstance(value, str) else value
+    if (isinstance(number, bool) or not isinstance(number, int | float)
+            or not math.isfinite(number) or (low is not None and number < low)
+            or (high is not None and number > high)):
+        raise InvalidInput(f"{field} must be a finite number{_range(low, high)}, "
+                           f"not {_shown(value)}", hint=hint)
+    return number
+
+
+def whole(value: str | int, field: str, *, low: int, high: int, hint: str = "") -> int:
+    """`value` if it is a whole number within [low, high]: text of ASCII digits (what a
+    flag takes) or a typed int, in the same words."""
+    number = _int(value) if isinstance(value, str) else value
+    if isinstance(number, bool) or not isinstance(number, int) or not low <= number <= high:
+        raise InvalidInput(f"{field} must be a whole number from {low} to {high}, "
+                           f"not {_shown(value)}", hint=hint)
+    return number
+
+
+def _float(text_: str) -> float:
+    try:
+        return float(text_) if text_.isascii() else math.nan
+    except ValueError:
+        return math.nan
+
+
+def _int(text_: str) -> int | None:
+    digits = text_.strip()
+    return int(digits) if digits.isascii() and digits.isdigit() and len(digits) < 40 else None
+
+
+def _shown(value: object) -> str:
+    shown = repr(value)
+    return shown if len(shown) <= 40 else shown[:37] + "..."
 
 
 def _range(low: float | None, high: float | None) -> str:
     if low is not None and high is not None:
-        return f" from {low:g} to {high:g}"
+        return f" between {low:g} and {high:g}"
     if low is not None:
         return f" of at least {low:g}"
     return f" of at most {high:g}" if high is not None else ""
 
 
-def fraction(text_: str) -> float:
-    """A fraction done, 0 to 1 (what `--progress` takes); ValueError names what is wanted."""
-    try:
-        value = float(text_)
-    except ValueError:
-        raise ValueError(f"{text_!r} is not a number between 0 and 1") from None
-    if not 0.0 <= value <= 1.0:  # NaN fails this too
-        raise ValueError(f"{text_!r} is not a number between 0 and 1")
-    return value
+def fraction(value: str | float, field: str = "progress") -> float:
+    """A fraction done, 0 to 1 (`--progress`, a heartbeat's `progress`)."""
+    return finite(value, field, low=0.0, high=1.0)
+
+
+EPOCH_MAX: Final = 2**62  # the largest lease epoch: far past any run's, within every store
+
+
+def epoch(value: str | int, field: str = "epoch") -> int:
+    """A lease epoch as `claim` returned it: a whole number from 1."""
+    return whole(value, field, low=1, high=EPOCH_MAX)
 
 
 LIMIT_MAX: Final = 10_000  # the most rows one listing returns
 
 
-def row_limit(text_: str) -> int:
+def row_limit(value: str | int, field: str = "--limit") -> int:
     """A listing's row count, 1 to LIMIT_MAX (what `--limit` takes)."""
-    try:
-        value = int(text_)
-    except ValueError:
-        raise ValueError(f"{text_!r} is not a whole number") from None
-    if not 1 <= value <= LIMIT_MAX:
-        raise ValueError(f"{text_} is not from 1 to {LIMIT_MAX}")
-    return value
+    return whole(value, field, low=1, high=LIMIT_MAX)
 
 
 def utf8(values: list[str], what: str = "argument") -> None:

@@ -26,9 +26,9 @@ WATCHDOG = "watchdog:t"
 
 def _silent(store: Store, clock: FakeClock, **rules: object) -> runs.Run:
     """A claimed run whose worker goes silent 60 s after now."""
-    params: dict[str, object] = {"max_silence": 60.0, **rules}
+    params: dict[str, Any] = {"max_silence": 60.0, **rules}
     run, _ = starting.start(store, "quiet worker", actor="alice", owner="alice", target="none:",
-                        kind=Kind.LONG_RUNNING, clock=clock, **params)  # type: ignore[arg-type]
+                        kind=Kind.LONG_RUNNING, clock=clock, **params)
     worker = runs.Run(store, run.id, actor="w1", clock=clock)
     worker.claim()
     return worker

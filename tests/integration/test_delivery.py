@@ -239,7 +239,7 @@ def test_notices_go_to_the_notify_file_once_each_and_never_move_the_run(
     r = relay(db, clock)
     [row] = r.drain()
     assert row.purpose is Purpose.NOTICE
-    worker.unblock(blocker, "key added")
+    runs.Run(db, run.id, actor="alice", clock=clock).unblock(blocker, "key added")
     version = db.get(run.id).version
     r.drain()
     lines = [json.loads(line) for line in notices.read_text().splitlines()]

@@ -232,5 +232,8 @@ def test_every_answer_over_http_matches_its_schema(world: dict[str, Any]) -> Non
                 text = await refused(owner, "checkpoint_start", title="Out",
                                      target="https://example.com/hook")
                 assert "outbound allow-list" in text
+                text = await refused(owner, "checkpoint_start", title="Probe",
+                                     target="none:", gates=["up=http:https://example.com ok"])
+                assert "outbound allow-list" in text  # as the HTTP API refuses it
 
     drive(scenario)

@@ -24,7 +24,8 @@ def test_library_round_trip(tmp_path: object) -> None:
         assert worker.epoch == 1
         packet, blocker = worker.block(waypost.BlockerKind.MISSING_INPUT, "the schema file")
         assert packet.state is waypost.State.BLOCKED
-        assert worker.unblock(blocker, "found it").state is waypost.State.IN_PROGRESS
+        owner = waypost.Run(store, run.id, actor="alice")  # only the owner gives the input
+        assert owner.unblock(blocker, "schema.json added").state is waypost.State.IN_PROGRESS
         assert waypost.fold(store.events(run.id)) == store.get(run.id)
 
 

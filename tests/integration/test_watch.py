@@ -7,6 +7,7 @@ import threading
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -41,10 +42,10 @@ def store(tmp_path: Path) -> Iterator[Store]:
 
 
 def _start(store: Store, clock: FakeClock, **rules: object) -> runs.Run:
-    params: dict[str, object] = {"max_silence": 2.0, **rules}
+    params: dict[str, Any] = {"max_silence": 2.0, **rules}
     run, _ = starting.start(store, "Fix the flaky test", actor="alice", owner="alice",
                         target="file:result.md", notify=NOTIFY, kind=Kind.LONG_RUNNING,
-                        clock=clock, **params)  # type: ignore[arg-type]
+                        clock=clock, **params)
     return run
 
 

@@ -28,10 +28,10 @@ from waypost.usecases import runs, starting, watchdog
 
 
 def _start(store: Store, clock: FakeClock, **rules: object) -> runs.Run:
-    params: dict[str, object] = {"max_silence": 60.0, **rules}
+    params: dict[str, Any] = {"max_silence": 60.0, **rules}
     run, _ = starting.start(store, "t", actor="alice", owner="alice", target="file:result.md",
                         notify="file:notices.jsonl", kind=Kind.LONG_RUNNING, clock=clock,
-                        **params)  # type: ignore[arg-type]
+                        **params)
     worker = runs.Run(store, run.id, actor="w1", clock=clock)
     worker.claim()
     return worker

@@ -82,6 +82,9 @@ def test_a_worker_resolves_its_own_kinds(kind: BlockerKind, worker_may: bool) ->
     worker = Caller("worker-1", "worker")
     assert allowed(worker, Operation.UNBLOCK, packet, blocker="b1") is worker_may
     assert allowed(Caller("alice", "owner"), Operation.UNBLOCK, packet, blocker="b1")
+    # a worker token is a worker's, whoever holds it: the owner's own resolves as a worker
+    assert allowed(Caller("alice", "worker"), Operation.UNBLOCK, packet,
+                   blocker="b1") is worker_may
 
 
 def test_an_owner_token_starts_runs_for_its_holder_alone() -> None:

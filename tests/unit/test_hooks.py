@@ -5,21 +5,23 @@ from __future__ import annotations
 import pytest
 
 from tests.unit.test_a2a import RESULT, blocker, packet
+from waypost.core.authority import OWNER_RESOLVES, RESUME_RESOLVES
 from waypost.hooks import decide as hooks
 from waypost.model import BlockerKind, Gate, State
 
 
-def test_every_blocker_kind_has_one_resolver() -> None:
-    assert set(BlockerKind) == hooks.WORKER_RESOLVES | hooks.OWNER_RESOLVES
-    assert not hooks.WORKER_RESOLVES & hooks.OWNER_RESOLVES
-
-
 @pytest.mark.parametrize("kind", list(BlockerKind))
 def test_blocked_stops_only_when_the_owner_must_act(kind: BlockerKind) -> None:
+    """The agent goes on while a blocker it can resolve is open: its own kinds, and a
+    silent worker's with `resume`; it stops on what only the owner resolves."""
     decision = hooks.decide_stop(packet(State.BLOCKED, blockers=(blocker(kind),)), "s")
-    assert decision.block is (kind in hooks.WORKER_RESOLVES)
-    if kind in hooks.OWNER_RESOLVES:
+    assert decision.block is (kind not in OWNER_RESOLVES)
+    if kind in OWNER_RESOLVES:
         assert "only its owner alice can resolve" in decision.reason
+    elif kind in RESUME_RESOLVES:
+        assert "waypost resume wp_01TEST" in decision.reason
+    else:
+        assert "waypost unblock wp_01TEST b1" in decision.reason
 
 
 @pytest.mark.parametrize("state", [State.READY_FOR_REVIEW, State.APPROVED, State.DELIVERED,

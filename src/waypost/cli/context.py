@@ -23,7 +23,9 @@ from typing import TYPE_CHECKING, Any, TextIO, TypeVar, cast
 
 import msgspec
 
+from waypost import inputs
 from waypost.durations import parse_duration
+from waypost.errors import InvalidInput
 from waypost.model import to_json
 from waypost.store import Store, open_store
 
@@ -92,12 +94,14 @@ class Opt(msgspec.Struct, frozen=True, kw_only=True):
             return value if value in self.choices else _INVALID
         try:
             return self.type(value)
-        except ValueError:
+        except (ValueError, InvalidInput):
             return _INVALID
 
 
 def _checked(convert: Callable[[str], Any], metavar: str | None) -> click.ParamType[Any]:
-    """A click type that converts with `convert`, refusing in its words (exit 2)."""
+    """A click type that converts with `convert`, refusing in its words (exit 2): a
+    ValueError as click's usage error, an InvalidInput (a parser of `waypost.inputs`,
+    which every door shares) as itself."""
     import click
 
     class Checked(click.ParamType[Any]):
@@ -198,13 +202,11 @@ class Ctx:
     """What every verb gets: the store (opened lazily), the actor, the output mode."""
 
     def __init__(self, store_url: str | None, actor: str | None, as_json: bool) -> None:
-        from waypost.inputs import name
-
         self.store_url = store_url
         if actor is not None:  # given, even empty: an empty --as is refused, not a default
-            self.actor = name(actor, "--as")
+            self.actor = inputs.name(actor, "--as")
         elif os.environ.get("WAYPOST_ACTOR") is not None:
-            self.actor = name(os.environ["WAYPOST_ACTOR"], "WAYPOST_ACTOR")
+            self.actor = inputs.name(os.environ["WAYPOST_ACTOR"], "WAYPOST_ACTOR")
         else:
             self.actor = _user_name()
         self.json = as_json
@@ -227,7 +229,7 @@ class Ctx:
         from waypost.usecases.runs import Run
 
         if epoch is None and os.environ.get("WAYPOST_EPOCH"):
-            epoch = int(os.environ["WAYPOST_EPOCH"])
+            epoch = inputs.epoch(os.environ["WAYPOST_EPOCH"], "WAYPOST_EPOCH")
         return Run(self.store, run_id, actor=self.actor, epoch=epoch)
 
     def emit(self, document: Any, text: str | Callable[[], str]) -> None:
@@ -304,7 +306,8 @@ COMMON = (
     Opt(name="--as", dest="actor", metavar="ACTOR",
         help="Who is acting [env WAYPOST_ACTOR; default: your user name]."),
 )
-EPOCH = Opt(name="--epoch", dest="epoch", type=int, envvar="WAYPOST_EPOCH",
+EPOCH = Opt(name="--epoch", dest="epoch", type=functools.partial(inputs.epoch, field="--epoch"),
+            metavar="INTEGER", envvar="WAYPOST_EPOCH",
             help="Your lease epoch from `claim` [env WAYPOST_EPOCH]; a stale one is refused.")
 RUN = Arg(dest="run_id", metavar="RUN")
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 from waypost import model
@@ -99,8 +100,8 @@ def stop_cap(text: str) -> int:
 HOT = {v.name: v for v in (
     Verb(name="heartbeat", run=heartbeat, args=(RUN,), options=(
         Opt(name="--note", dest="note", help="What you are doing now."),
-        Opt(name="--progress", dest="progress", type=fraction, metavar="FRACTION",
-            help="Fraction done, 0 to 1."),
+        Opt(name="--progress", dest="progress", type=partial(fraction, field="--progress"),
+            metavar="FRACTION", help="Fraction done, 0 to 1."),
         EPOCH, *COMMON)),
     Verb(name="block", run=block, args=(RUN,), options=(
         Opt(name="--kind", dest="kind", required=True,

@@ -9,9 +9,8 @@ from pathlib import Path
 import click
 
 from waypost import model
-from waypost.cli.context import Ctx, duration, epoch_option, verb
+from waypost.cli.context import Ctx, epoch_option, verb
 from waypost.display import one_line
-from waypost.durations import parse_deadline, utcnow
 from waypost.errors import IntegrityError, RuleViolation
 from waypost.model import to_json
 from waypost.store import STORE_DIR, STORE_FILE, find_default
@@ -72,20 +71,12 @@ def start(ctx: Ctx, title: str, owner: str | None, target: str | None, notify: s
           gates: Sequence[str], worker: str | None, idempotency_key: str | None,
           session: str | None) -> None:
     """Record a run's packet before the work begins; prints the run id."""
-    # every option decided before the store is opened
-    expected = duration(expect, "--expect")
-    interval = duration(heartbeat_interval, "--heartbeat-interval", positive=True)
-    silence = duration(max_silence, "--max-silence", positive=True)
-    review = duration(review_within, "--review-within", positive=True)
-    if deadline is not None:  # checked now; passed as typed (the idempotency fingerprint)
-        parse_deadline(deadline, utcnow())
-    run, created = starting.start(
-        ctx.store, title, actor=ctx.actor, owner=owner, target=target, notify=notify,
-        kind=model.Kind(kind) if kind else None, deadline=deadline,
-        gates=[starting.parse_gate(g) for g in gates],
-        worker=worker, idempotency_key=idempotency_key, config=ctx.config, expect=expected,
-        heartbeat_interval=interval, max_silence=silence, review_within=review,
-        session=session)
+    spec = starting.start_spec(  # every option decided before the store is opened
+        title, owner=owner, target=target, notify=notify, kind=kind, expect=expect,
+        deadline=deadline, heartbeat_interval=heartbeat_interval, max_silence=max_silence,
+        review_within=review_within, gates=gates, worker=worker,
+        idempotency_key=idempotency_key, session=session, config=ctx.config)
+    run, created = starting.start(ctx.store, spec, actor=ctx.actor, config=ctx.config)
     packet = run.packet
     warnings = _credential_warnings(target, notify)
     for warning in warnings:

@@ -8,7 +8,7 @@ import click
 
 from waypost.cli.context import Ctx, verb
 from waypost.errors import InvalidInput
-from waypost.inputs import TEXT_LIMITS
+from waypost.inputs import TEXT_LIMITS, whole
 
 MOST = 10_000_000  # no field takes more than this, whatever a store says
 
@@ -41,11 +41,9 @@ def _parse(change: str) -> tuple[str, int]:
     if not sep or field not in TEXT_LIMITS:
         raise InvalidInput(f"--set {change!r}: write FIELD=N with a field of: "
                            + ", ".join(TEXT_LIMITS), hint="e.g. --set note=20000")
-    if not raw.isdigit() or not TEXT_LIMITS[field] <= int(raw) <= MOST:
-        raise InvalidInput(f"--set {change!r}: N must be a whole number from "
-                           f"{TEXT_LIMITS[field]} (waypost's own) to {MOST}",
-                           hint=f"e.g. --set {field}={TEXT_LIMITS[field] * 4}")
-    return field, int(raw)
+    return field, whole(raw, f"--set {field}=N: N", low=TEXT_LIMITS[field], high=MOST,
+                        hint=f"no lower than waypost's own limit; e.g. --set "
+                             f"{field}={TEXT_LIMITS[field] * 4}")
 
 
 def _int(raw: str | None) -> int | None:

@@ -23,8 +23,9 @@ import enum
 from collections.abc import Iterable
 from typing import Final, Protocol
 
-from waypost.errors import NotAuthorized, NotFound, step
-from waypost.model import BlockerKind, Packet
+from waypost.core.authority import WORKER_RESOLVES, resolve_steps, resolver_of
+from waypost.errors import NotAuthorized, NotFound
+from waypost.model import Packet
 
 
 class Operation(enum.StrEnum):
@@ -60,10 +61,6 @@ ROLE_OPERATIONS: Final[dict[str, frozenset[Operation]]] = {
     "worker": WORKER_OPERATIONS,
     "owner": frozenset(Operation),
 }
-# DESIGN.md's table: the worker resolves its own obstacles (a silent worker's blocker is
-# resolved by `resume`); the owner resolves any.
-WORKER_RESOLVES: Final = frozenset({BlockerKind.FAILED_COMMAND,
-                                    BlockerKind.UNAVAILABLE_RESOURCE, BlockerKind.OTHER})
 
 
 class Caller(Protocol):
@@ -127,15 +124,11 @@ def _check_worker_resolves(caller: Caller, packet: Packet, blocker: str | None) 
     if found is None:
         known = ", ".join(b.id for b in packet.open_blockers) or "none"
         raise NotFound(f"run {packet.id} has no blocker {blocker} (open: {known})")
-    if found.kind in WORKER_RESOLVES:
+    if found.kind in WORKER_RESOLVES:  # a worker token resolves a worker's kinds alone
         return
-    how = (step("resume", packet.id, why="resume the run")
-           if found.kind is BlockerKind.WORKER_SILENT else
-           step("unblock", packet.id, blocker=found.id, actor=packet.owner,
-                why=f"ask the owner {packet.owner}"))
     raise NotAuthorized(
-        f"{caller.holder}'s worker token may not resolve {found.id} ({found.kind}): only the "
-        f"owner resolves {found.kind}", steps=[how])
+        f"{caller.holder}'s worker token may not resolve {found.id} ({found.kind}): "
+        + resolver_of(packet, found.kind), steps=resolve_steps(packet, found, caller.holder))
 
 
 def _role_hint(operation: Operation) -> str:

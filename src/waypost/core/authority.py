@@ -1,6 +1,7 @@
 """Who may make each move: the owner, the lease-holding worker (fenced by its epoch), a
 holder of a transferred authority, a watchdog (only for what is due), a relay (only for
-the final delivery's outcome). Pure: everything is in the packet and the event.
+the final delivery's outcome); and who resolves which kind of blocker (`RESOLVED_BY`).
+Pure: everything is in the packet and the event.
 """
 
 from __future__ import annotations
@@ -19,9 +20,9 @@ from waypost.core.due import (
     silent_due,
 )
 from waypost.core.moves import Move, destination
-from waypost.errors import NotAuthorized, RuleViolation, StaleLease, step
+from waypost.errors import NotAuthorized, RuleViolation, StaleLease, Step, step
 from waypost.events import BlockerOpened, Event, EventData, Nudged
-from waypost.model import Authority, BlockerKind, Liveness, NudgeTopic, Packet, State
+from waypost.model import Authority, Blocker, BlockerKind, Liveness, NudgeTopic, Packet, State
 
 OWNER_MOVES: Final = frozenset({Move.CHANGES, Move.TRANSFER, Move.CANCEL, Move.RETARGET,
                                 Move.ADOPT_GATE})
@@ -34,6 +35,19 @@ WATCHED: Final[Mapping[str, Callable[[Packet], datetime | None]]] = {
     NudgeTopic.REVIEW_OVERDUE: review_due,
     NudgeTopic.DELIVERY_STALLED: delivery_stall_due,
 }
+
+# DESIGN.md, who resolves which blocker; the owner may resolve any. Every door asks
+# `check_may_resolve` through the use case; the hooks and the token roles read the table.
+WORKER_RESOLVES: Final = frozenset({  # the worker's own obstacles
+    BlockerKind.FAILED_COMMAND, BlockerKind.UNAVAILABLE_RESOURCE, BlockerKind.OTHER})
+OWNER_RESOLVES: Final = frozenset({  # only the parent gives the input, the permission, the
+    BlockerKind.MISSING_INPUT, BlockerKind.PERMISSION_BOUNDARY,  # time or the send
+    BlockerKind.DEADLINE_PASSED, BlockerKind.DELIVERY_FAILED})
+RESUME_RESOLVES: Final = frozenset({BlockerKind.WORKER_SILENT})  # a takeover: `waypost resume`
+# an owner's kind the owner may hand over with `transfer`: resolving a failed delivery
+# sends it again, which is the deliver authority's
+TRANSFERRED_WITH: Final[Mapping[BlockerKind, Authority]] = {
+    BlockerKind.DELIVERY_FAILED: Authority.DELIVER}
 
 
 def is_watchdog(actor: str) -> bool:
@@ -205,3 +219,50 @@ def _check_relay(packet: Packet, event: Event, move: Move) -> None:
             f"({RELAY_PREFIX}ID) records the final delivery",
             steps=[step("deliver", why="run the relay")],
         )
+
+
+# --- who resolves which blocker ---------------------------------------------------------
+
+
+def may_resolve(packet: Packet, actor: str, kind: BlockerKind) -> bool:
+    """Whether the table lets `actor` resolve a blocker of `kind` with `unblock`: the owner
+    any; the worker its own kinds (which actor is the worker, fenced by its epoch, `apply`
+    decides); an owner's kind also whom the owner transferred its authority to."""
+    if actor == packet.owner or kind in WORKER_RESOLVES:
+        return True
+    authority = TRANSFERRED_WITH.get(kind)
+    return authority is not None and holds_authority(packet, actor, authority)
+
+
+def check_may_resolve(packet: Packet, actor: str, blocker: Blocker) -> None:
+    """Raise unless `actor` may resolve `blocker` now. A run that cannot be unblocked, or a
+    blocker already resolved, is left for `apply` to name. (Decided by the use case at the
+    request, not by `apply`: histories written before the rule held at every door have
+    workers resolving the owner's kinds, and must still replay.)"""
+    destination(packet, Move.UNBLOCK)
+    if not blocker.is_open or may_resolve(packet, actor, blocker.kind):
+        return
+    role = " (the run's worker)" if packet.worker and packet.worker.actor == actor else ""
+    raise NotAuthorized(
+        f"{actor}{role} may not resolve {blocker.id} ({blocker.kind}) of run {packet.id}: "
+        + resolver_of(packet, blocker.kind), steps=resolve_steps(packet, blocker, actor))
+
+
+def resolver_of(packet: Packet, kind: BlockerKind) -> str:
+    """Who resolves `kind`, in words."""
+    if kind in RESUME_RESOLVES:
+        return (f"{kind} is resolved by resume (a takeover of the lease), or by the "
+                f"owner {packet.owner}")
+    if kind in OWNER_RESOLVES:
+        authority = TRANSFERRED_WITH.get(kind)
+        return f"only the owner resolves {kind} (here {packet.owner})" + (
+            f", or whom the owner transfers the {authority} authority to" if authority else "")
+    return f"the worker resolves {kind}, or the owner {packet.owner}"
+
+
+def resolve_steps(packet: Packet, blocker: Blocker, actor: str) -> list[Step]:
+    """The next step for `actor`, who may not resolve `blocker`: the one that does."""
+    if blocker.kind in RESUME_RESOLVES:
+        return [step("resume", packet.id, actor=actor, why="take the run over")]
+    return [step("unblock", packet.id, blocker=blocker.id, actor=packet.owner,
+                 why=f"ask the owner {packet.owner}")]

@@ -15,16 +15,13 @@ from typing import Final
 
 import msgspec
 
+from waypost.core.authority import OWNER_RESOLVES, RESUME_RESOLVES, WORKER_RESOLVES
 from waypost.display import one_line
-from waypost.model import TERMINAL, Blocker, BlockerKind, Packet, State, Verdict
+from waypost.model import TERMINAL, Blocker, Packet, State, Verdict
 
-# DESIGN.md: the worker resolves its own obstacles; only the owner gives the input, the
-# permission or the new target. A silent worker's blocker is resolved by `resume`, which
-# the session's own agent can run.
-WORKER_RESOLVES: Final = frozenset({BlockerKind.FAILED_COMMAND, BlockerKind.UNAVAILABLE_RESOURCE,
-                                    BlockerKind.OTHER, BlockerKind.WORKER_SILENT})
-OWNER_RESOLVES: Final = frozenset({BlockerKind.MISSING_INPUT, BlockerKind.PERMISSION_BOUNDARY,
-                                   BlockerKind.DEADLINE_PASSED, BlockerKind.DELIVERY_FAILED})
+# who resolves which blocker is `core.authority`'s table; the session's own agent resolves
+# the worker's kinds, and a silent worker's blocker with `resume`, which it can run
+AGENT_RESOLVES: Final = WORKER_RESOLVES | RESUME_RESOLVES
 DEFAULT_STOP_CAP: Final = 8  # consecutive refusals of one session, then the agent may stop
 CAP_MARK: Final = "waypost hook:"  # how the cap's own blocker begins its detail
 
@@ -67,11 +64,11 @@ def _after_ready(packet: Packet) -> str:
 
 
 def _decide_blocked(packet: Packet) -> StopDecision:
-    mine = [b for b in packet.open_blockers if b.kind in WORKER_RESOLVES
+    mine = [b for b in packet.open_blockers if b.kind in AGENT_RESOLVES
             and not b.detail.startswith(CAP_MARK)]
     if mine:
         first = mine[0]
-        fix = (f"waypost resume {packet.id}" if first.kind is BlockerKind.WORKER_SILENT
+        fix = (f"waypost resume {packet.id}" if first.kind in RESUME_RESOLVES
                else f"resolve it, then: waypost unblock {packet.id} {first.id} "
                "--resolution TEXT")
         return StopDecision(block=True, reason=(

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Sequence
 
 from waypost.core import access
 from waypost.core.access import Caller, Operation
-from waypost.durations import parse_deadline, parse_duration, utcnow
+from waypost.durations import utcnow
 from waypost.errors import IntegrityError, InvalidInput, NotFound
 from waypost.http import shapes
 from waypost.http.settings import ServerConfig
@@ -110,23 +110,15 @@ def artifact(store: Store, caller: Caller, run_id: str, name: str) -> tuple[Arti
 
 def start(store: Store, caller: Caller, config: ServerConfig, body: shapes.StartBody,
           idempotency_key: str | None) -> shapes.Started:
+    spec = starting.start_spec(
+        body.title, owner=body.owner or caller.holder, target=body.target,
+        notify=body.notify, kind=body.kind, expect=body.expect, deadline=body.deadline,
+        heartbeat_interval=body.heartbeat_interval, max_silence=body.max_silence,
+        review_within=body.review_within, gates=body.gates, worker=body.worker,
+        idempotency_key=idempotency_key, session=body.session, config=config.project)
     access.check_operation(caller, Operation.START, owner=body.owner)
-    gates = [starting.parse_gate(g) for g in body.gates]
-    config.exposure.check_start(target=body.target, notify=body.notify, gates=gates)
-    numbers = {field: None if value is None else parse_duration(value, field, positive=True)
-               for field, value in (("expect", body.expect),
-                                    ("heartbeat_interval", body.heartbeat_interval),
-                                    ("max_silence", body.max_silence),
-                                    ("review_within", body.review_within))}
-    if body.deadline is not None:
-        parse_deadline(body.deadline, utcnow(), "deadline")
-    run, created = starting.start(
-        store, body.title, actor=caller.holder, owner=body.owner or caller.holder,
-        target=body.target, notify=body.notify, kind=body.kind, deadline=body.deadline,
-        gates=gates, worker=body.worker,
-        idempotency_key=idempotency_key, config=config.project, session=body.session,
-        expect=numbers["expect"], heartbeat_interval=numbers["heartbeat_interval"],
-        max_silence=numbers["max_silence"], review_within=numbers["review_within"])
+    config.exposure.check_start(target=spec.target, notify=spec.notify, gates=spec.gates)
+    run, created = starting.start(store, spec, actor=caller.holder, config=config.project)
     packet = run.packet
     return shapes.Started(run=packet.id, created=created, packet=observe_run(store, packet))
 

@@ -23,7 +23,8 @@ from typing import Final, Protocol, TypeVar
 
 from litestar.response.sse import ServerSentEventMessage
 
-from waypost.errors import InvalidInput, Refused
+from waypost.errors import Refused
+from waypost.inputs import whole
 from waypost.model import Packet
 from waypost.store import Store
 
@@ -56,11 +57,8 @@ def parse_cursor(text: str | None, what: str) -> int | None:
     """A cursor the client sent back (`Last-Event-ID`, `?after=`); None when absent."""
     if text is None or not text.strip():
         return None
-    value = text.strip()
-    if not value.isascii() or not value.isdigit() or len(value) > 19 or int(value) > MAX_CURSOR:
-        raise InvalidInput(f"{what} {value[:40]!r} is not a change cursor",
-                           hint="reconnect without it: the board starts from now")
-    return int(value)
+    return whole(text, f"{what} (a change cursor)", low=0, high=MAX_CURSOR,
+                 hint="reconnect without it: the board starts from now")
 
 
 def start_cursor(store: Store, last_event_id: str | None, after: str | None) -> int:

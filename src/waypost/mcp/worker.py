@@ -14,7 +14,7 @@ from pydantic import Field
 from waypost import model
 from waypost.core.access import Operation
 from waypost.core.targets import FORMS
-from waypost.durations import parse_deadline, parse_duration, utcnow
+from waypost.durations import utcnow
 from waypost.mcp import outputs
 from waypost.mcp.answers import add_tools, answer
 from waypost.mcp.session import Session
@@ -33,7 +33,7 @@ from waypost.mcp.shapes import (
 from waypost.model import TERMINAL, Packet, State
 from waypost.usecases import starting
 
-Duration = Annotated[str | None, Field(max_length=32, description="A duration: 90s, 30m, "
+Duration = Annotated[str | None, Field(max_length=64, description="A duration: 90s, 30m, "
                                        "4h, 2d (a bare number is seconds).")]
 
 
@@ -52,7 +52,7 @@ def observed(store: Any, packet: Packet) -> dict[str, Any]:
 
 def _start(session: Session) -> Any:
     def checkpoint_start(
-        title: Annotated[str, Field(min_length=1, max_length=TEXT_CEILING,
+        title: Annotated[str, Field(max_length=TEXT_CEILING,
                                     description="What the work is, in one line.")],
         target: Annotated[str | None, Field(max_length=2_000, description=(
             f"Where the final result goes once approved: {FORMS} (none: tells nobody). "
@@ -69,6 +69,7 @@ def _start(session: Session) -> Any:
             "When the work must stop: +4h, or an ISO 8601 time."))] = None,
         heartbeat_interval: Duration = None,
         max_silence: Duration = None,
+        review_within: Duration = None,
         gates: Annotated[list[str], Field(max_length=50, description=(
             "Checks the owner re-runs before approving, NAME=KIND:ARG, e.g. "
             "\"tests=command:pytest -q\", \"draft=artifact:draft.md\"."))] = [],  # noqa: B006
@@ -87,25 +88,18 @@ def _start(session: Session) -> Any:
         then mark_ready."""
 
         def work() -> dict[str, Any]:
-            durations = {name: None if value is None else parse_duration(value, name, positive=True)
-                         for name, value in (("expect", expect),
-                                             ("heartbeat_interval", heartbeat_interval),
-                                             ("max_silence", max_silence))}
-            if deadline is not None:
-                parse_deadline(deadline, utcnow(), "deadline")
+            spec = starting.start_spec(
+                title, owner=owner, target=target, notify=notify, kind=kind, expect=expect,
+                deadline=deadline, heartbeat_interval=heartbeat_interval,
+                max_silence=max_silence, review_within=review_within, gates=gates,
+                worker=session.actor, idempotency_key=idempotency_key,
+                session=host_session or session.host_session, config=session.config)
             session.permit(owner=owner or session.actor)
-            parsed = [starting.parse_gate(g) for g in gates]
-            session.exposure.check_start(target=target, notify=notify, gates=parsed)
+            session.exposure.check_start(target=spec.target, notify=spec.notify,
+                                         gates=spec.gates)
             with session.store(create=True) as store:
-                run, created = starting.start(
-                    store, title, actor=session.actor, owner=owner, target=target,
-                    notify=notify, kind=model.Kind(kind) if kind else None,
-                    deadline=deadline, gates=parsed,
-                    worker=session.actor, idempotency_key=idempotency_key,
-                    config=session.config, expect=durations["expect"],
-                    heartbeat_interval=durations["heartbeat_interval"],
-                    max_silence=durations["max_silence"],
-                    session=host_session or session.host_session)
+                run, created = starting.start(store, spec, actor=session.actor,
+                                              config=session.config)
                 packet = run.packet
                 if packet.worker is not None and packet.worker.actor == session.actor:
                     run.epoch = packet.worker.epoch

@@ -10,6 +10,7 @@ from datetime import datetime
 
 import msgspec
 
+from waypost.core.authority import RESUME_RESOLVES
 from waypost.core.due import lease_until
 from waypost.core.history import Step, prepare
 from waypost.core.machine import apply
@@ -18,7 +19,7 @@ from waypost.display import one_line
 from waypost.durations import format_duration
 from waypost.errors import IllegalTransition, step
 from waypost.events import BlockerResolved, Claimed, Event
-from waypost.model import TERMINAL, Blocker, BlockerKind, Evidence, Gate, Packet
+from waypost.model import TERMINAL, Blocker, Evidence, Gate, Packet
 from waypost.usecases.artifacts import fetch_command
 
 HISTORY_LINES = 12  # the state history fits one screen
@@ -78,7 +79,8 @@ def check_may_resume(packet: Packet, actor: str) -> None:
 
 
 def _silent_blockers(packet: Packet) -> list[Blocker]:
-    return [b for b in packet.open_blockers if b.kind is BlockerKind.WORKER_SILENT]
+    """The open blockers a takeover resolves (`core.authority`: resume resolves them)."""
+    return [b for b in packet.open_blockers if b.kind in RESUME_RESOLVES]
 
 
 def takeover(snap: Snapshot, actor: str, at: datetime) -> RunWrite:

@@ -18,7 +18,11 @@ from typing import TYPE_CHECKING
 
 from waypost import inputs
 from waypost.config import Config
-from waypost.core.authority import check_may_review, check_may_take_lease
+from waypost.core.authority import (
+    check_may_resolve,
+    check_may_review,
+    check_may_take_lease,
+)
 from waypost.core.due import lease_until
 from waypost.core.history import prepare
 from waypost.core.machine import next_blocker_id, next_evidence_id
@@ -76,7 +80,7 @@ class Run:
         self.store = store
         self.id = run_id
         self.actor = inputs.name(actor, "actor")
-        self.epoch = epoch
+        self.epoch = None if epoch is None else inputs.epoch(epoch)
         self.clock = clock
         self.expected_version = expected_version
         self._last: Snapshot | None = None  # what this handle committed last
@@ -161,7 +165,7 @@ class Run:
         if note is not None:
             checked_text(self.store, note, "note", required=False)
         if progress is not None:
-            inputs.finite(progress, "progress", low=0.0, high=1.0)
+            progress = inputs.fraction(progress)
         return self.write(lambda p: Heartbeat(
             note=note, fraction=progress,
             lease_expires_at=lease_until(p.stop_rules, self.clock())))
@@ -178,14 +182,19 @@ class Run:
         return packet, ids[0]
 
     def unblock(self, blocker_id: str, resolution: str) -> Packet:
+        """Resolve a blocker, as the table says who may (`check_may_resolve`: the worker
+        its own kinds, the owner any); the rules of `apply` decide the rest."""
         checked_text(self.store, resolution, "resolution")
 
         def build(p: Packet) -> BlockerResolved:
+            found = next((b for b in p.blockers if b.id == blocker_id), None)
             # a missing blocker is named before the state's rules, unless the run is final
-            if p.state not in TERMINAL and not any(b.id == blocker_id for b in p.blockers):
+            if p.state not in TERMINAL and found is None:
                 known = ", ".join(b.id for b in p.open_blockers) or "none"
                 raise NotFound(f"run {p.id} has no blocker {blocker_id} (open: {known})",
                                steps=[step("read", p.id, why="see its blockers")])
+            if found is not None:
+                check_may_resolve(p, self.actor, found)
             return BlockerResolved(blocker_id=blocker_id, resolution=resolution)
 
         return self.write(build)
