@@ -1,0 +1,322 @@
+"""The doors on a local store, in this process: the SDK (`waypost.start`, `waypost.Run`,
+`with waypost.run(...)`), the CLI (`waypost.cli.main(argv)`) and the CLI's stop hook.
+Each maps its answer into an outcome class in one function: `sdk_class`, `cli_class`,
+`hook_class`."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import sys
+from collections.abc import Callable, Iterator, Sequence
+
+import waypost
+from waypost.cli import main
+from waypost.errors import (
+    Conflict,
+    InvalidInput,
+    NotFound,
+    Refused,
+    StaleLease,
+    Unauthenticated,
+    WaypostError,
+)
+from waypost.model import ArtifactRole, Authority, BlockerKind, EvidenceKind, Kind, Verdict
+
+from .driver import (
+    ARTIFACT,
+    RETARGET,
+    Driver,
+    blocker,
+    check_spec,
+    epoch_text,
+    number,
+    number_text,
+    target,
+    title,
+)
+from .terms import OWNER, Call, Cls, Door, Hostile
+from .world import SILENCE
+
+# --- the SDK ----------------------------------------------------------------------------
+
+SDK_CLASSES = ((StaleLease, Cls.STALE_LEASE), (Unauthenticated, Cls.UNAUTHENTICATED),
+               (Refused, Cls.REFUSED), (InvalidInput, Cls.INVALID),
+               (NotFound, Cls.NOT_FOUND), (Conflict, Cls.CONFLICT))
+
+
+def sdk_class(work: Callable[[], object]) -> Cls:
+    """The SDK's answer: ok, or the class of the exception raised (most specific first);
+    any other exception is not an answer, and fails the test."""
+    try:
+        work()
+    except WaypostError as exc:
+        for raised, cls in SDK_CLASSES:
+            if isinstance(exc, raised):
+                return cls
+        raise
+    return Cls.OK
+
+
+class SdkDoor(Driver):
+    door = Door.SDK
+
+    def _run(self, call: Call) -> waypost.Run:
+        epoch = call.epoch()
+        held = epoch.integer if isinstance(epoch, Hostile) else epoch
+        return waypost.Run(self.world.store, call.ctx.run, actor=call.name, epoch=held)
+
+    def _file(self) -> str:
+        path = self.world.folder / "notes.md"
+        path.write_bytes(ARTIFACT)
+        return str(path)
+
+    def start(self, call: Call) -> Cls:
+        return sdk_class(lambda: waypost.start(
+            self.world.store, title(call), actor=call.name,
+            owner=OWNER, target=target(call), kind=Kind.LONG_RUNNING,
+            max_silence=number(call, "max_silence", SILENCE), expect=number(call, "expect", None),
+            deadline=number_text(call, "deadline", None), idempotency_key=call.ctx.key or None))
+
+    def claim(self, call: Call) -> Cls:
+        return sdk_class(self._run(call).claim)
+
+    def resume(self, call: Call) -> Cls:
+        return sdk_class(self._run(call).resume)
+
+    def heartbeat(self, call: Call) -> Cls:
+        return sdk_class(lambda: self._run(call).heartbeat(
+            note="reproduced it", progress=number(call, "progress", 0.5)))
+
+    def block(self, call: Call) -> Cls:
+        return sdk_class(lambda: self._run(call).block(BlockerKind.FAILED_COMMAND,
+                                                       "the build server refuses connections"))
+
+    def unblock(self, call: Call) -> Cls:
+        return sdk_class(lambda: self._run(call).unblock(blocker(call), "resolved it"))
+
+    def artifact(self, call: Call) -> Cls:
+        return sdk_class(lambda: self._run(call).add_artifact(
+            self._file(), role=ArtifactRole.REPORT, name="notes.md", max_bytes=1 << 20))
+
+    def skip(self, call: Call) -> Cls:
+        return sdk_class(lambda: self._run(call).skip_evidence(EvidenceKind.TEST,
+                                                               "no staging credentials here"))
+
+    def report(self, call: Call) -> Cls:
+        return sdk_class(lambda: self._run(call).report_evidence(
+            EvidenceKind.TEST, Verdict.PASSED, "pytest -q: 42 passed"))
+
+    def check(self, call: Call) -> Cls:
+        return sdk_class(lambda: self._run(call).check(check_spec(call)))
+
+    def command(self, call: Call) -> Cls:
+        timeout = number(call, "timeout", 60.0)
+        assert timeout is not None
+        return sdk_class(lambda: self._run(call).record_command(
+            ["touch", str(call.ctx.side)], timeout=timeout))
+
+    def ready(self, call: Call) -> Cls:
+        return sdk_class(lambda: self._run(call).ready("fixed: the session comes first"))
+
+    def review(self, call: Call) -> Cls:
+        return sdk_class(self._run(call).review)
+
+    def approve(self, call: Call) -> Cls:
+        return sdk_class(self._run(call).approve)
+
+    def changes(self, call: Call) -> Cls:
+        return sdk_class(lambda: self._run(call).changes("add a test for the empty case"))
+
+    def transfer(self, call: Call) -> Cls:
+        return sdk_class(lambda: self._run(call).transfer(Authority.APPROVE, "bob"))
+
+    def cancel(self, call: Call) -> Cls:
+        return sdk_class(lambda: self._run(call).cancel("the test was deleted upstream"))
+
+    def retarget(self, call: Call) -> Cls:
+        return sdk_class(lambda: self._run(call).retarget(target(call, RETARGET)))
+
+    def read(self, call: Call) -> Cls:
+        return sdk_class(lambda: self._run(call).packet)
+
+
+class SdkBlockDoor(Driver):
+    """`with waypost.run(...)`: it starts (and claims) the run as it is entered."""
+
+    door = Door.SDK_BLOCK
+
+    def start(self, call: Call) -> Cls:
+        def enter() -> None:
+            with waypost.run(title(call), owner=OWNER, target=target(call),
+                             store=self.world.store, actor=call.name, kind=Kind.LONG_RUNNING,
+                             idempotency_key=call.ctx.key or None,
+                             max_silence=number(call, "max_silence", SILENCE),
+                             expect=number(call, "expect", None),
+                             deadline=number_text(call, "deadline", None)):
+                pass
+
+        return sdk_class(enter)
+
+
+# --- the CLI ----------------------------------------------------------------------------
+
+CLI_CLASSES = {0: Cls.OK, 2: Cls.INVALID, 3: Cls.REFUSED, 4: Cls.NOT_FOUND, 5: Cls.CONFLICT}
+CLI_CODES = {"stale_lease": Cls.STALE_LEASE, "unauthenticated": Cls.UNAUTHENTICATED}
+
+
+def cli_class(code: int, err: str) -> Cls:
+    """The CLI's answer: its exit code, the JSON error's code telling a stale lease from
+    the other refusals (exit 3). Any other exit (1 a bug, 75 busy) fails the test."""
+    assert code in CLI_CLASSES, f"exit {code}: {err}"
+    if code == 3:
+        error = json.loads(err.strip().splitlines()[-1])["error"]
+        return CLI_CODES.get(error["code"], Cls.REFUSED)
+    return CLI_CLASSES[code]
+
+
+def run_cli(argv: Sequence[str], stdin: bytes | None = None) -> tuple[int, str, str]:
+    """`waypost ARGV` in this process: (exit code, stdout, stderr)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), _stdin(stdin):
+        code = main(list(argv))
+    return code, out.getvalue(), err.getvalue()
+
+
+@contextlib.contextmanager
+def _stdin(data: bytes | None) -> Iterator[None]:
+    """Standard input holding `data`, then its end (a pipe, as a host gives a hook)."""
+    if data is None:
+        yield
+        return
+    read, write = os.pipe()
+    os.write(write, data)
+    os.close(write)
+    saved = sys.stdin
+    with os.fdopen(read, "rb") as piped:
+        sys.stdin = piped  # a hook reads its descriptor only
+        try:
+            yield
+        finally:
+            sys.stdin = saved
+
+
+class CliDoor(Driver):
+    door = Door.CLI
+
+    def _cli(self, call: Call, *argv: str, epoch: bool = False,
+             tail: Sequence[str] = ()) -> Cls:
+        args = [*argv, "--json", "--store", self.world.url, "--as", call.name]
+        given = epoch_text(call) if epoch else None
+        if given is not None:
+            args += ["--epoch", given]
+        code, _, err = run_cli([*args, *(["--", *tail] if tail else [])])
+        return cli_class(code, err)
+
+    def start(self, call: Call) -> Cls:
+        args = ["start", title(call), "--owner", OWNER, "--target",
+                target(call), "--kind", "long_running", "--max-silence",
+                number_text(call, "max_silence", "1h") or ""]
+        for flag, arg in (("--expect", "expect"), ("--deadline", "deadline")):
+            given = number_text(call, arg, None)
+            args += [flag, given] if given is not None else []
+        if call.ctx.key:
+            args += ["--idempotency-key", call.ctx.key]
+        return self._cli(call, *args)
+
+    def claim(self, call: Call) -> Cls:
+        return self._cli(call, "claim", call.ctx.run)
+
+    def resume(self, call: Call) -> Cls:
+        return self._cli(call, "resume", call.ctx.run)
+
+    def heartbeat(self, call: Call) -> Cls:
+        return self._cli(call, "heartbeat", call.ctx.run, "--note", "reproduced it",
+                         "--progress", number_text(call, "progress", "0.5") or "", epoch=True)
+
+    def block(self, call: Call) -> Cls:
+        return self._cli(call, "block", call.ctx.run, "--kind", "failed_command", "--detail",
+                         "the build server refuses connections", epoch=True)
+
+    def unblock(self, call: Call) -> Cls:
+        return self._cli(call, "unblock", call.ctx.run, blocker(call), "--resolution",
+                         "resolved it", epoch=True)
+
+    def artifact(self, call: Call) -> Cls:
+        path = self.world.folder / "notes.md"
+        path.write_bytes(ARTIFACT)
+        return self._cli(call, "artifact", "add", call.ctx.run, str(path), "--role", "report",
+                         "--name", "notes.md", epoch=True)
+
+    def skip(self, call: Call) -> Cls:
+        return self._cli(call, "evidence", "skip", call.ctx.run, "--kind", "test", "--reason",
+                         "no staging credentials here", epoch=True)
+
+    def report(self, call: Call) -> Cls:
+        return self._cli(call, "evidence", "add", call.ctx.run, "--kind", "test", "--verdict",
+                         "passed", "--summary", "pytest -q: 42 passed", epoch=True)
+
+    def check(self, call: Call) -> Cls:
+        return self._cli(call, "evidence", "check", call.ctx.run, check_spec(call), epoch=True)
+
+    def command(self, call: Call) -> Cls:
+        return self._cli(call, "evidence", "run", call.ctx.run, "--timeout",
+                         number_text(call, "timeout", "60s") or "", epoch=True,
+                         tail=["touch", str(call.ctx.side)])
+
+    def ready(self, call: Call) -> Cls:
+        return self._cli(call, "ready", call.ctx.run, "--summary",
+                         "fixed: the session comes first", epoch=True)
+
+    def review(self, call: Call) -> Cls:
+        return self._cli(call, "review", call.ctx.run)
+
+    def approve(self, call: Call) -> Cls:
+        return self._cli(call, "approve", call.ctx.run)
+
+    def changes(self, call: Call) -> Cls:
+        return self._cli(call, "changes", call.ctx.run, "--reason",
+                         "add a test for the empty case")
+
+    def transfer(self, call: Call) -> Cls:
+        return self._cli(call, "transfer", call.ctx.run, "--authority", "approve", "--to", "bob")
+
+    def cancel(self, call: Call) -> Cls:
+        return self._cli(call, "cancel", call.ctx.run, "--reason", "the test was deleted upstream")
+
+    def retarget(self, call: Call) -> Cls:
+        return self._cli(call, "retarget", call.ctx.run, target(call, RETARGET))
+
+    def read(self, call: Call) -> Cls:
+        return self._cli(call, "show", call.ctx.run)
+
+    def list(self, call: Call) -> Cls:
+        return self._cli(call, "ls")
+
+
+# --- the CLI's stop hook ----------------------------------------------------------------
+
+
+def stop_input(session: str) -> bytes:
+    """What Claude Code gives a Stop hook."""
+    return json.dumps({"session_id": session, "transcript_path": "/tmp/t.jsonl", "cwd": "/tmp",
+                       "permission_mode": "default", "hook_event_name": "Stop",
+                       "stop_hook_active": False}).encode()
+
+
+def hook_class(said: dict[str, object]) -> Cls:
+    """A stop hook's answer, in Claude Code's format: a block makes the agent go on."""
+    return Cls.GO_ON if said.get("decision") == "block" else Cls.MAY_STOP
+
+
+class HookCliDoor(Driver):
+    door = Door.HOOK_CLI
+
+    def stop(self, call: Call) -> Cls:
+        code, out, err = run_cli(["hook", "stop", "--host", "claude", "--store", self.world.url],
+                                 stdin=stop_input(call.ctx.session))
+        assert code == 0, f"a hook always exits 0 (it fails closed): exit {code}: {err}"
+        said: dict[str, object] = json.loads(out) if out.strip() else {}
+        return hook_class(said)

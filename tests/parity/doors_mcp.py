@@ -1,0 +1,268 @@
+"""MCP, over stdio (a `waypost mcp --as ACTOR` process per actor) and over streamable HTTP
+(one `waypost mcp --http` process, a bearer token per actor), driven by the official
+client. The sessions stay open for the whole run (an event loop in a thread of its own
+carries them), and `mcp_class` maps every answer into an outcome class."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any, Final
+
+import httpx2
+from anyio.from_thread import BlockingPortal, start_blocking_portal
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.types import CallToolResult, TextContent
+
+from .driver import (
+    ARTIFACT,
+    RETARGET,
+    Driver,
+    blocker,
+    check_spec,
+    number_text,
+    target,
+    title,
+)
+from .terms import NO_LIVE_TOKEN, OWNER, Actor, Call, Cls, Ctx, Door, Hostile
+from .world import World
+
+CALL_WAIT: Final = 60.0  # seconds one tool call may take (a hung server fails, never hangs)
+START_WAIT: Final = 60.0  # seconds `waypost mcp --http` may take to listen
+STARTED: Final = "waypost mcp: serving "
+
+# MCP tool errors carry no error code, only the CLI's message and hint and the next tool;
+# the class is read from that text here, and nowhere else. Most specific first: the first
+# phrase found decides. (A code in the tool error would make this a lookup.)
+PHRASES: Final = (
+    (Cls.INVALID, ("validation error", "(again, with corrected arguments)",
+                   "over this server's limit")),
+    (Cls.STALE_LEASE, ("with lease epoch", "does not hold the lease",
+                       "only the lease holder's heartbeat counts")),
+    (Cls.UNAUTHENTICATED, ("no token came with this call",)),
+    (Cls.CONFLICT, ("idempotency key",)),
+    (Cls.NOT_FOUND, ("no run ", "has no blocker", "not found")),
+    (Cls.REFUSED, ("may not", "cannot", "nothing runs on this server", "needs a review",
+                   "before a review", "is final", "is blocked by", "refused",
+                   "token is for run", "it starts no run")),
+)
+
+
+def mcp_class(result: CallToolResult) -> Cls:
+    """A tool's answer: ok, or the class its error's text names."""
+    if not result.is_error:
+        return Cls.OK
+    text = "\n".join(c.text for c in result.content if isinstance(c, TextContent))
+    for cls, phrases in PHRASES:
+        if any(phrase in text for phrase in phrases):
+            return cls
+    raise AssertionError(f"an MCP tool error no phrase names: {text}")
+
+
+@contextlib.contextmanager
+def serving(world: World) -> Iterator[str]:
+    """`waypost mcp --http` on a free port, over the world's store; its endpoint URL."""
+    log = world.folder / "mcp-http.log"
+    with log.open("w") as errors:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "waypost", "mcp", "--store", world.url, "--as", "server",
+             "--http", "127.0.0.1:0"], stderr=errors, stdout=subprocess.DEVNULL,
+            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    try:
+        yield _listening(process, log)
+    finally:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def _listening(process: subprocess.Popen[bytes], log: Path) -> str:
+    deadline = time.monotonic() + START_WAIT
+    while True:
+        found = [line for line in log.read_text().splitlines() if line.startswith(STARTED)]
+        if found:
+            return found[0][len(STARTED):].strip()
+        assert process.poll() is None, f"waypost mcp --http exited: {log.read_text()}"
+        assert time.monotonic() < deadline, "waypost mcp --http did not start listening"
+        time.sleep(0.05)
+
+
+def mcp_number(number: Hostile) -> object:
+    """The number as JSON holds it (what the official client sends)."""
+    return json.loads(number.json)
+
+
+class McpStdioDoor(Driver):
+    door = Door.MCP_STDIO
+
+    def __init__(self, world: World) -> None:
+        super().__init__(world)
+        self.stack = contextlib.ExitStack()
+        self.portal: BlockingPortal = self.stack.enter_context(start_blocking_portal())
+        self.sessions: dict[Actor, ClientSession] = {}
+
+    def close(self) -> None:
+        self.stack.close()
+
+    def session(self, actor: Actor) -> ClientSession:
+        if actor not in self.sessions:
+            opened = self.portal.wrap_async_context_manager(self.connect(actor))
+            self.sessions[actor] = self.stack.enter_context(opened)
+        return self.sessions[actor]
+
+    @contextlib.asynccontextmanager
+    async def connect(self, actor: Actor) -> AsyncIterator[ClientSession]:
+        """A `waypost mcp` process acting as the actor, on this world's store."""
+        name = Call(actor, Ctx()).name
+        params = StdioServerParameters(
+            command=sys.executable,
+            args=["-m", "waypost", "mcp", "--store", self.world.url, "--as", name],
+            env={"PYTHONPATH": os.pathsep.join(sys.path)}, cwd=str(self.world.folder))
+        with (self.world.folder / f"mcp-{name}.log").open("a") as errlog:
+            async with stdio_client(params, errlog=errlog) as (read, write), \
+                    ClientSession(read, write) as session:
+                await session.initialize()
+                yield session
+
+    def tool(self, call: Call, tool: str, **arguments: Any) -> Cls:
+        session = self.session(call.actor)
+        result = self.portal.call(self._bounded, session, tool, arguments)
+        return mcp_class(result)
+
+    @staticmethod
+    async def _bounded(session: ClientSession, name: str,
+                       arguments: dict[str, Any]) -> CallToolResult:
+        import anyio
+
+        with anyio.fail_after(CALL_WAIT):
+            return await session.call_tool(name, arguments)
+
+    def hold(self, ctx: Ctx) -> None:
+        """The server holds the epochs of the runs it started or resumed: resume as w1."""
+        assert self.resume(Call(Actor.WORKER, ctx)) is Cls.OK
+
+    # --- the tools ------------------------------------------------------------------------
+
+    def start(self, call: Call) -> Cls:
+        durations = {arg: number_text(call, arg, None) for arg in ("expect", "deadline")}
+        return self.tool(call, "checkpoint_start", title=title(call), target=target(call),
+                         owner=OWNER, kind="long_running",
+                         max_silence=number_text(call, "max_silence", "1h"),
+                         idempotency_key=call.ctx.key or None,
+                         **{k: v for k, v in durations.items() if v is not None})
+
+    def resume(self, call: Call) -> Cls:
+        return self.tool(call, "resume", run=call.ctx.run)
+
+    def heartbeat(self, call: Call) -> Cls:
+        given = call.hostile("progress")
+        progress = 0.5 if given is None else mcp_number(given)
+        return self.tool(call, "heartbeat", run=call.ctx.run, note="reproduced it",
+                         progress=progress)
+
+    def block(self, call: Call) -> Cls:
+        return self.tool(call, "block", run=call.ctx.run, kind="failed_command",
+                         detail="the build server refuses connections")
+
+    def unblock(self, call: Call) -> Cls:
+        return self.tool(call, "unblock", run=call.ctx.run, blocker=blocker(call),
+                         resolution="resolved it")
+
+    def artifact(self, call: Call) -> Cls:
+        return self.tool(call, "add_artifact", run=call.ctx.run, name="notes.md",
+                         role="report", content=ARTIFACT.decode())
+
+    def skip(self, call: Call) -> Cls:
+        return self.tool(call, "skip_evidence", run=call.ctx.run, kind="test",
+                         reason="no staging credentials here")
+
+    def check(self, call: Call) -> Cls:
+        return self.tool(call, "check_evidence", run=call.ctx.run, check=check_spec(call))
+
+    def command(self, call: Call) -> Cls:
+        given = call.hostile("timeout")
+        timeout = 10.0 if given is None else mcp_number(given)
+        return self.tool(call, "run_evidence", run=call.ctx.run,
+                         command=["touch", str(call.ctx.side)], timeout=timeout)
+
+    def ready(self, call: Call) -> Cls:
+        return self.tool(call, "mark_ready", run=call.ctx.run,
+                         summary="fixed: the session comes first")
+
+    def review(self, call: Call) -> Cls:
+        return self.tool(call, "review", run=call.ctx.run)
+
+    def approve(self, call: Call) -> Cls:
+        return self.tool(call, "approve", run=call.ctx.run)
+
+    def changes(self, call: Call) -> Cls:
+        return self.tool(call, "request_changes", run=call.ctx.run,
+                         reason="add a test for the empty case")
+
+    def cancel(self, call: Call) -> Cls:
+        return self.tool(call, "cancel", run=call.ctx.run, reason="the test was deleted upstream")
+
+    def retarget(self, call: Call) -> Cls:
+        return self.tool(call, "retarget", run=call.ctx.run, target=target(call, RETARGET))
+
+    def read(self, call: Call) -> Cls:
+        return self.tool(call, "checkpoint_status", run=call.ctx.run)
+
+    def list(self, call: Call) -> Cls:
+        return self.tool(call, "checkpoint_status")
+
+
+class McpHttpDoor(McpStdioDoor):
+    """The same tools over HTTP: one server, and a session per token."""
+
+    door = Door.MCP_HTTP
+
+    def __init__(self, world: World) -> None:
+        super().__init__(world)
+        self.url = self.stack.enter_context(serving(world))
+
+    def tool(self, call: Call, tool: str, **arguments: Any) -> Cls:
+        if call.actor not in NO_LIVE_TOKEN:
+            return super().tool(call, tool, **arguments)
+        seen: list[int] = []  # the statuses the client was answered
+        try:
+            result = self.portal.call(self._once, call.actor, tool, arguments, seen)
+        except Exception:  # the client could not begin: the status says why
+            if 401 in seen:
+                return Cls.UNAUTHENTICATED
+            raise
+        return mcp_class(result)
+
+    async def _once(self, actor: Actor, tool: str, arguments: dict[str, Any],
+                    seen: list[int]) -> CallToolResult:
+        async with self.connect(actor, seen) as session:
+            return await self._bounded(session, tool, arguments)
+
+    @contextlib.asynccontextmanager
+    async def connect(self, actor: Actor, seen: list[int] | None = None,
+                      ) -> AsyncIterator[ClientSession]:
+        secret = self.world.tokens.get(actor)
+        headers = {"Authorization": f"Bearer {secret}"} if secret else {}
+
+        async def record(response: httpx2.Response) -> None:
+            if seen is not None:
+                seen.append(response.status_code)
+
+        http = httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=60),
+                                  event_hooks={"response": [record]})
+        async with http, streamable_http_client(self.url, http_client=http) as (read, write, *_), \
+                ClientSession(read, write) as session:
+            await session.initialize()
+            yield session

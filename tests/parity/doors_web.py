@@ -1,0 +1,260 @@
+"""The doors of `waypost serve` (the app under uvicorn in a thread, one server per door and
+backend): the JSON API, the board's form posts and pages, and Claude Code's HTTP stop hook.
+A status and error code become an outcome class in `http_class`; the board and the hook
+read their answers into it (`board_class`, `hook_http_class`)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+from typing import Any, Final
+
+import httpx
+
+from tests.http_support import serving
+from waypost import errors
+from waypost.http.board_session import csrf_token
+from waypost.http.errors import TooLarge, status_of
+
+from .doors_local import hook_class, stop_input
+from .driver import (
+    ARTIFACT,
+    RETARGET,
+    Driver,
+    blocker,
+    check_spec,
+    number_text,
+    target,
+    title,
+)
+from .terms import OWNER, Call, Cls, Door, Hostile
+from .world import World
+
+STATUS_CLASSES: Final = {200: Cls.OK, 201: Cls.OK, 400: Cls.INVALID, 413: Cls.INVALID,
+                         422: Cls.INVALID, 401: Cls.UNAUTHENTICATED, 403: Cls.REFUSED,
+                         404: Cls.NOT_FOUND}
+# 409 is the run's state or lease saying no, or a reused key: the error code tells which
+CONFLICT_CODES: Final = {"stale_lease": Cls.STALE_LEASE, "illegal_transition": Cls.REFUSED,
+                         "rule_violation": Cls.REFUSED}
+
+
+def _error_classes() -> dict[str, type[errors.WaypostError]]:
+    found: dict[str, type[errors.WaypostError]] = {}
+    todo: list[type[errors.WaypostError]] = [errors.WaypostError, TooLarge]
+    while todo:
+        cls = todo.pop()
+        found.setdefault(cls.code, cls)
+        todo += cls.__subclasses__()
+    return found
+
+
+ERROR_OF_CODE: Final = _error_classes()
+
+
+def http_class(status: int, code: str) -> Cls:
+    """An HTTP answer: its status, the error code telling a 409's kinds apart. A waypost
+    error code must come with the status the one error map gives it (`http.errors`)."""
+    if code in ERROR_OF_CODE:
+        assert status == status_of(ERROR_OF_CODE[code]()), f"{code} came as {status}"
+    if status == 409:
+        return CONFLICT_CODES.get(code, Cls.CONFLICT)
+    assert status in STATUS_CLASSES, f"HTTP {status} ({code})"
+    return STATUS_CLASSES[status]
+
+
+def _answer(response: httpx.Response) -> Cls:
+    if response.is_success:
+        return Cls.OK
+    return http_class(response.status_code, response.json()["error"]["code"])
+
+
+def _json_value(value: object) -> object:
+    """A hostile number as a hostile client writes it (NaN and infinities included)."""
+    return json.loads(value.json) if isinstance(value, Hostile) else value
+
+
+class WebDoor(Driver):
+    """A driver with a server of its own over the world's store."""
+
+    def __init__(self, world: World) -> None:
+        super().__init__(world)
+        self.stack = contextlib.ExitStack()
+        self.url = self.stack.enter_context(serving(world.url))
+        self.http = self.stack.enter_context(httpx.Client(base_url=self.url, timeout=60))
+
+    def close(self) -> None:
+        self.stack.close()
+
+    def headers(self, call: Call) -> dict[str, str]:
+        secret = self.world.tokens.get(call.actor)
+        return {"Authorization": f"Bearer {secret}"} if secret else {}
+
+    def post(self, call: Call, path: str, body: dict[str, object] | None = None,
+             **headers: str) -> httpx.Response:
+        """POST the body as JSON, written as is (a hostile number stays NaN)."""
+        content = b"" if body is None else json.dumps(
+            {k: _json_value(v) for k, v in body.items()}).encode()
+        return self.http.post(path, content=content, headers={
+            **self.headers(call), **headers, "Content-Type": "application/json"})
+
+
+class HttpDoor(WebDoor):
+    door = Door.HTTP
+
+    def _command(self, call: Call, command: str, body: dict[str, object] | None = None,
+                 *, epoch: bool = False) -> Cls:
+        given = call.epoch() if epoch else None
+        if given is not None:
+            body = {**(body or {}), "epoch": given}
+        return _answer(self.post(call, f"/api/runs/{call.ctx.run}/{command}", body))
+
+    def start(self, call: Call) -> Cls:
+        body: dict[str, object] = {
+            "title": title(call), "owner": OWNER, "target": target(call),
+            "kind": "long_running", "max_silence": number_text(call, "max_silence", "1h")}
+        for arg in ("expect", "deadline"):
+            given = number_text(call, arg, None)
+            body.update({arg: given} if given is not None else {})
+        key = {"Idempotency-Key": call.ctx.key} if call.ctx.key else {}
+        return _answer(self.post(call, "/api/runs", body, **key))
+
+    def claim(self, call: Call) -> Cls:
+        return self._command(call, "claim")
+
+    def resume(self, call: Call) -> Cls:
+        return self._command(call, "resume")
+
+    def heartbeat(self, call: Call) -> Cls:
+        progress = call.hostile("progress") or 0.5
+        return self._command(call, "heartbeat", {"note": "reproduced it", "progress": progress},
+                             epoch=True)
+
+    def block(self, call: Call) -> Cls:
+        return self._command(call, "block", {"kind": "failed_command", "detail":
+                                             "the build server refuses connections"}, epoch=True)
+
+    def unblock(self, call: Call) -> Cls:
+        return self._command(call, "unblock", {"blocker": blocker(call),
+                                               "resolution": "resolved it"}, epoch=True)
+
+    def artifact(self, call: Call) -> Cls:
+        epoch = call.epoch()
+        query: dict[str, Any] = {"role": "report"}
+        query.update({"epoch": epoch} if isinstance(epoch, int) else {})
+        return _answer(self.http.post(f"/api/runs/{call.ctx.run}/artifacts/notes.md",
+                                      params=query, content=ARTIFACT, headers=self.headers(call)))
+
+    def skip(self, call: Call) -> Cls:
+        return self._command(call, "evidence", {"kind": "test", "reason":
+                                                "no staging credentials here"}, epoch=True)
+
+    def report(self, call: Call) -> Cls:
+        return self._command(call, "evidence", {"kind": "test", "verdict": "passed",
+                                                "summary": "pytest -q: 42 passed"}, epoch=True)
+
+    def check(self, call: Call) -> Cls:
+        return self._command(call, "evidence", {"check": check_spec(call)}, epoch=True)
+
+    def command(self, call: Call) -> Cls:
+        return self._command(call, "evidence", {"kind": "test", "argv":
+                                                ["touch", str(call.ctx.side)]}, epoch=True)
+
+    def ready(self, call: Call) -> Cls:
+        return self._command(call, "ready", {"summary": "fixed: the session comes first"},
+                             epoch=True)
+
+    def review(self, call: Call) -> Cls:
+        return self._command(call, "review")
+
+    def approve(self, call: Call) -> Cls:
+        return self._command(call, "approve", {"waivers": {}})
+
+    def changes(self, call: Call) -> Cls:
+        return self._command(call, "changes", {"reason": "add a test for the empty case"})
+
+    def transfer(self, call: Call) -> Cls:
+        return self._command(call, "transfer", {"authority": "approve", "to": "bob"})
+
+    def cancel(self, call: Call) -> Cls:
+        return self._command(call, "cancel", {"reason": "the test was deleted upstream"})
+
+    def retarget(self, call: Call) -> Cls:
+        return self._command(call, "retarget", {"target": target(call, RETARGET)})
+
+    def read(self, call: Call) -> Cls:
+        return _answer(self.http.get(f"/api/runs/{call.ctx.run}", headers=self.headers(call)))
+
+    def list(self, call: Call) -> Cls:
+        return _answer(self.http.get("/api/runs", headers=self.headers(call)))
+
+
+# --- the board ----------------------------------------------------------------------------
+
+ERROR_ON_PAGE: Final = re.compile(r'<p class="error" role="alert"><strong>([a-z_]+)</strong>')
+
+
+def board_class(response: httpx.Response) -> Cls:
+    """A board answer: a page, a redirect after an action (to the run: done; to the
+    sign-in form: no token), or a page showing the refusal's code."""
+    if response.status_code == 303:
+        sign_in = response.headers["location"].startswith("/login")
+        return Cls.UNAUTHENTICATED if sign_in else Cls.OK
+    if response.status_code == 200:
+        return Cls.OK
+    found = ERROR_ON_PAGE.search(response.text)
+    assert found, f"a board page answered {response.status_code} without an error"
+    return http_class(response.status_code, found.group(1))
+
+
+class BoardDoor(WebDoor):
+    """A browser signed in with the actor's token (the board's cookie), posting the run
+    page's forms with the page's CSRF token."""
+
+    door = Door.BOARD
+
+    def _client(self, call: Call) -> httpx.Client:
+        client = httpx.Client(base_url=self.url, timeout=60, follow_redirects=False)
+        secret = self.world.tokens.get(call.actor)
+        if secret:
+            client.cookies.set("waypost_token", secret)
+        return client
+
+    def _act(self, call: Call, action: str, fields: dict[str, str] | None = None) -> Cls:
+        secret = self.world.tokens.get(call.actor)
+        form = {**(fields or {}), "csrf": csrf_token(secret) if secret else ""}
+        with self._client(call) as client:
+            return board_class(client.post(f"/runs/{call.ctx.run}/{action}", data=form))
+
+    def _page(self, call: Call, path: str) -> Cls:
+        with self._client(call) as client:
+            return board_class(client.get(path))
+
+    def review(self, call: Call) -> Cls:
+        return self._act(call, "review")
+
+    def approve(self, call: Call) -> Cls:
+        return self._act(call, "approve")
+
+    def changes(self, call: Call) -> Cls:
+        return self._act(call, "changes", {"reason": "add a test for the empty case"})
+
+    def cancel(self, call: Call) -> Cls:
+        return self._act(call, "cancel", {"reason": "the test was deleted upstream"})
+
+    def read(self, call: Call) -> Cls:
+        return self._page(call, f"/runs/{call.ctx.run}")
+
+    def list(self, call: Call) -> Cls:
+        return self._page(call, "/")
+
+
+class HookHttpDoor(WebDoor):
+    door = Door.HOOK_HTTP
+
+    def stop(self, call: Call) -> Cls:
+        response = self.http.post("/hooks/claude/stop", content=stop_input(call.ctx.session),
+                                  headers=self.headers(call))
+        if response.status_code != 200:
+            return _answer(response)
+        return hook_class(response.json())

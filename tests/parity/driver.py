@@ -1,0 +1,81 @@
+"""What every door's driver is: one method per operation the door offers, named after the
+operation (`Op`), taking the `Call` and returning the outcome class. A door that does not
+offer an operation has no method for it; `table.OFFERS` says the same, and a completeness
+test holds the two equal."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from .terms import Call, Cls, Ctx, Door, Hostile, Op
+from .world import World
+
+TITLE = "Fix the flaky login test"
+TARGET = "none:"
+RETARGET = "mailto:ops@example.com"
+ARTIFACT = b"# Notes\n\nThe login race is fixed: the session is created before the test reads it.\n"
+CHECK = "no-private"  # a check every door runs (nothing on the server's machine)
+
+
+class Driver:
+    """A door, over one world (a store of one backend)."""
+
+    door: ClassVar[Door]
+
+    def __init__(self, world: World) -> None:
+        self.world = world
+
+    def call(self, op: Op, call: Call) -> Cls:
+        method = getattr(self, op.value)
+        outcome: Cls = method(call)
+        return outcome
+
+    def hold(self, ctx: Ctx) -> None:
+        """Take the lease as w1 through this door, when the door holds epochs itself."""
+
+    def close(self) -> None:
+        """Stop whatever the driver started."""
+
+
+def offered(driver: type[Driver]) -> frozenset[Op]:
+    """The operations `driver` has a method for."""
+    return frozenset(op for op in Op if callable(getattr(driver, op.value, None)))
+
+
+def number_text(call: Call, arg: str, default: str | None) -> str | None:
+    """A number (or duration) as text: the scenario's hostile one, else `default`."""
+    given = call.hostile(arg)
+    if given is None:
+        return default
+    return "+" + given.text if arg == "deadline" else given.text
+
+
+def number(call: Call, arg: str, default: float | None) -> float | None:
+    """A number as the library takes it: the scenario's hostile one, else `default`."""
+    given = call.hostile(arg)
+    return default if given is None else given.value
+
+
+def epoch_text(call: Call) -> str | None:
+    epoch = call.epoch()
+    return epoch.text if isinstance(epoch, Hostile) else None if epoch is None else str(epoch)
+
+
+def title(call: Call) -> str:
+    return str(call.args.get("title", TITLE))
+
+
+def blocker(call: Call) -> str:
+    return str(call.args.get("blocker", call.ctx.blocker))
+
+
+def check_spec(call: Call) -> str:
+    """The check to run: a command that would leave a file behind, or one that runs
+    nothing anywhere."""
+    return f"command:touch {call.ctx.side}" if call.args.get("runs_here") else CHECK
+
+
+def target(call: Call, default: str = TARGET) -> str:
+    """The target a start or retarget names: an exec: target (which would run a command
+    on the relay) when the scenario asks for one."""
+    return f"exec:touch {call.ctx.side}" if call.args.get("runs_here") else default

@@ -1,0 +1,263 @@
+"""The one table of scenarios, what each door offers, and which scenario runs at which
+door: every scenario runs at every door that offers its operation, knows its actor (the
+token actors exist at the token doors only) and can carry its inputs (`TAKES`).
+
+A scenario is (who, what, on which run, with which inputs) and the class every door must
+answer; anything but ok (or a stop hook's answer) must leave the store as it was. Where
+one door answers otherwise today and another engineer is changing that, the row says so
+with a strict xfail: the fix makes it pass, and the lead removes the marker.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Final
+
+from .terms import (
+    HOSTILE,
+    LOCAL_ACTORS,
+    TOKEN_DOORS,
+    Actor,
+    Carry,
+    Cls,
+    Door,
+    Hostile,
+    Op,
+    Setup,
+)
+
+WRITES: Final = frozenset({
+    Op.CLAIM, Op.RESUME, Op.HEARTBEAT, Op.BLOCK, Op.UNBLOCK, Op.ARTIFACT, Op.SKIP, Op.REPORT,
+    Op.CHECK, Op.COMMAND, Op.READY, Op.REVIEW, Op.APPROVE, Op.CHANGES, Op.TRANSFER,
+    Op.CANCEL, Op.RETARGET})
+OWNER_VERBS: Final = frozenset({Op.REVIEW, Op.APPROVE, Op.CHANGES, Op.TRANSFER, Op.CANCEL,
+                                Op.RETARGET})
+# MCP has no claim (resume takes the lease), no transfer and no hand-typed evidence (a tool
+# runs or checks it); the board offers the owner's four actions; the SDK lists nothing
+# (the store does: Store.list_runs); a hook door answers stops only.
+MCP_OPS: Final = frozenset({
+    Op.START, Op.RESUME, Op.HEARTBEAT, Op.BLOCK, Op.UNBLOCK, Op.ARTIFACT, Op.SKIP, Op.CHECK,
+    Op.COMMAND, Op.READY, Op.REVIEW, Op.APPROVE, Op.CHANGES, Op.CANCEL, Op.RETARGET, Op.READ,
+    Op.LIST})
+OFFERS: Final[Mapping[Door, frozenset[Op]]] = {
+    Door.SDK: WRITES | {Op.START, Op.READ},
+    Door.SDK_BLOCK: frozenset({Op.START}),
+    Door.CLI: WRITES | {Op.START, Op.READ, Op.LIST},
+    Door.MCP_STDIO: MCP_OPS,
+    Door.MCP_HTTP: MCP_OPS,
+    Door.HTTP: WRITES | {Op.START, Op.READ, Op.LIST},
+    Door.BOARD: frozenset({Op.REVIEW, Op.APPROVE, Op.CHANGES, Op.CANCEL, Op.READ, Op.LIST}),
+    Door.HOOK_CLI: frozenset({Op.STOP}),
+    Door.HOOK_HTTP: frozenset({Op.STOP}),
+}
+
+_TEXT_DURATIONS: Final = {"max_silence": Carry.TEXT, "expect": Carry.TEXT,
+                          "deadline": Carry.TEXT}
+# the numbers each door takes, and how it carries them
+TAKES: Final[Mapping[Door, Mapping[str, Carry]]] = {
+    Door.SDK: {"progress": Carry.FLOAT, "epoch": Carry.INT, "max_silence": Carry.FLOAT,
+               "expect": Carry.FLOAT, "deadline": Carry.TEXT, "timeout": Carry.FLOAT},
+    Door.SDK_BLOCK: {"max_silence": Carry.FLOAT, "expect": Carry.FLOAT,
+                     "deadline": Carry.TEXT},
+    Door.CLI: {"progress": Carry.TEXT, "epoch": Carry.TEXT, "timeout": Carry.TEXT,
+               **_TEXT_DURATIONS},
+    Door.MCP_STDIO: {"progress": Carry.MCP, "timeout": Carry.MCP, **_TEXT_DURATIONS},
+    Door.MCP_HTTP: {"progress": Carry.MCP, "timeout": Carry.MCP, **_TEXT_DURATIONS},
+    Door.HTTP: {"progress": Carry.JSON, "epoch": Carry.JSON, **_TEXT_DURATIONS},
+}
+ISSUE_31 = "issue 31: blocker table not yet enforced at this door"
+NUMBERS = "number parsing not yet unified: this door takes {} as an epoch (stale_lease)"
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    op: Op
+    actor: Actor
+    setup: Setup
+    expect: Cls
+    # the class at the token doors where a remote caller must be refused what would run
+    # a command, read a file or reach a host from the server (README: "nothing runs on
+    # the server because a remote caller asked")
+    remote: Cls | None = None
+    args: Mapping[str, object] = field(default_factory=dict)
+    unchanged: bool | None = None  # None: unchanged unless it is ok or a stop's answer
+    xfail: Mapping[Door, str] = field(default_factory=dict)
+
+    def expected(self, door: Door) -> Cls:
+        return self.remote if self.remote is not None and door in TOKEN_DOORS else self.expect
+
+    def keeps_store(self, door: Door) -> bool:
+        if self.unchanged is not None:
+            return self.unchanged
+        return self.expected(door) not in (Cls.OK, Cls.MAY_STOP, Cls.GO_ON)
+
+    def applies(self, door: Door) -> bool:
+        if self.op not in OFFERS[door]:
+            return False
+        if self.actor not in LOCAL_ACTORS and door not in TOKEN_DOORS:
+            return False
+        takes = TAKES.get(door, {})
+        return all(arg in takes and takes[arg].carries(value)
+                   for arg, value in self.args.items() if isinstance(value, Hostile))
+
+
+# the run each operation naturally acts on, and who naturally asks for it
+NATURAL: Final[Mapping[Op, tuple[Setup, Actor]]] = {
+    Op.START: (Setup.NONE, Actor.OWNER), Op.CLAIM: (Setup.WORKING, Actor.WORKER),
+    Op.RESUME: (Setup.WORKING, Actor.WORKER), Op.HEARTBEAT: (Setup.WORKING, Actor.WORKER),
+    Op.BLOCK: (Setup.WORKING, Actor.WORKER), Op.UNBLOCK: (Setup.FAILED_COMMAND, Actor.WORKER),
+    Op.ARTIFACT: (Setup.WORKING, Actor.WORKER), Op.SKIP: (Setup.WORKING, Actor.WORKER),
+    Op.REPORT: (Setup.WORKING, Actor.WORKER), Op.CHECK: (Setup.WORKING, Actor.WORKER),
+    Op.COMMAND: (Setup.WORKING, Actor.WORKER), Op.READY: (Setup.WORKING, Actor.WORKER),
+    Op.REVIEW: (Setup.READY, Actor.OWNER), Op.APPROVE: (Setup.REVIEWED, Actor.OWNER),
+    Op.CHANGES: (Setup.READY, Actor.OWNER), Op.TRANSFER: (Setup.WORKING, Actor.OWNER),
+    Op.CANCEL: (Setup.WORKING, Actor.OWNER), Op.RETARGET: (Setup.WORKING, Actor.OWNER),
+    Op.READ: (Setup.WORKING, Actor.OWNER), Op.LIST: (Setup.WORKING, Actor.OWNER),
+    Op.STOP: (Setup.WORKING, Actor.WORKER),
+}
+
+
+def natural(op: Op, expect: Cls, *, actor: Actor | None = None, prefix: str = "",
+            remote: Cls | None = None, args: Mapping[str, object] | None = None,
+            unchanged: bool | None = None, xfail: Mapping[Door, str] | None = None,
+            ) -> Scenario:
+    """`op` on the run it naturally acts on, asked for by `actor` (else whom it is for);
+    named PREFIX_OP (the prefix defaults to the actor)."""
+    setup, who = NATURAL[op]
+    acting = actor or who
+    return Scenario(f"{prefix or acting}_{op}", op, acting, setup, expect, remote=remote,
+                    args=args or {}, unchanged=unchanged, xfail=xfail or {})
+
+
+def _happy() -> Iterator[Scenario]:
+    """Each operation, asked for by whom it is for: what every door must let through
+    (a driver that cannot reach its door fails here first)."""
+    for op in Op:
+        if op is Op.COMMAND:  # runs a command: never on the server for a remote caller
+            yield natural(op, Cls.OK, remote=Cls.REFUSED)
+        elif op is not Op.STOP:
+            yield natural(op, Cls.OK)
+    yield natural(Op.READ, Cls.OK, actor=Actor.WORKER)
+    yield natural(Op.READ, Cls.OK, actor=Actor.STRANGER)  # an owner token reads other runs
+
+
+def _not_the_owner() -> Iterator[Scenario]:
+    """DESIGN §1: review, approve, changes, transfer, cancel and retarget are the owner's."""
+    for op in sorted(OWNER_VERBS):
+        for actor in (Actor.WORKER, Actor.STRANGER):
+            yield natural(op, Cls.REFUSED, actor=actor)
+
+
+def _narrow_tokens() -> Iterator[Scenario]:
+    """The run's owner, holding a token whose role or run does not allow the operation
+    (core/access: the role caps what the holder asks, before the run's rules)."""
+    for actor in (Actor.OWNER_AS_VIEWER, Actor.OWNER_AS_WATCHER):
+        for op in sorted(WRITES | {Op.START}):
+            yield natural(op, Cls.REFUSED, actor=actor)
+        yield natural(Op.READ, Cls.OK, actor=actor)
+        yield natural(Op.LIST, Cls.OK, actor=actor)
+    for op in sorted(OWNER_VERBS | {Op.START}):
+        yield natural(op, Cls.REFUSED, actor=Actor.OWNER_AS_WORKER)
+    yield natural(Op.BLOCK, Cls.OK, actor=Actor.OWNER_AS_WORKER)
+    for op in sorted(WRITES | {Op.START, Op.READ}):
+        yield natural(op, Cls.REFUSED, actor=Actor.OWNER_OTHER_RUN)
+    yield natural(Op.LIST, Cls.OK, actor=Actor.OWNER_OTHER_RUN)
+
+
+def _no_live_token() -> Iterator[Scenario]:
+    """README: a missing, unknown, expired or revoked token gets 401 and changes nothing."""
+    for actor in (Actor.NO_TOKEN, Actor.UNKNOWN_TOKEN, Actor.REVOKED_TOKEN,
+                  Actor.EXPIRED_TOKEN):
+        for op in (Op.START, Op.HEARTBEAT, Op.APPROVE, Op.READ, Op.LIST, Op.STOP):
+            yield natural(op, Cls.UNAUTHENTICATED, actor=actor)
+
+
+def _stale_leases() -> Iterator[Scenario]:
+    """DESIGN §2: after a takeover, the old worker's writes are refused with a clear error
+    (StaleLease) and change nothing."""
+    for op in (Op.HEARTBEAT, Op.BLOCK, Op.ARTIFACT, Op.SKIP, Op.REPORT, Op.CHECK, Op.READY,
+               Op.COMMAND):
+        remote = Cls.REFUSED if op is Op.COMMAND else None
+        yield Scenario(f"old_epoch_{op}", op, Actor.WORKER, Setup.RESTARTED, Cls.STALE_LEASE,
+                       remote=remote)
+    for op in (Op.HEARTBEAT, Op.READY):
+        yield Scenario(f"taken_over_{op}", op, Actor.WORKER, Setup.TAKEN_OVER,
+                       Cls.STALE_LEASE)
+
+
+def _owner_blockers() -> Iterator[Scenario]:
+    """DESIGN §1: the owner resolves missing_input, permission_boundary, deadline_passed
+    and delivery_failed; the lease-holding worker is refused them at every door."""
+    for setup in (Setup.MISSING_INPUT, Setup.PERMISSION_BOUNDARY, Setup.DEADLINE_PASSED,
+                  Setup.DELIVERY_FAILED):
+        yield Scenario(f"worker_unblocks_{setup}", Op.UNBLOCK, Actor.WORKER, setup,
+                       Cls.REFUSED, xfail=dict.fromkeys(
+                           (Door.SDK, Door.CLI, Door.MCP_STDIO), ISSUE_31))
+        yield Scenario(f"owner_unblocks_{setup}", Op.UNBLOCK, Actor.OWNER, setup, Cls.OK)
+
+
+def _hostile_numbers() -> Iterator[Scenario]:
+    """NaN, infinities, huge and empty numbers are refused as invalid at every door that
+    takes the number, and change nothing."""
+    for number in HOSTILE:
+        yield natural(Op.HEARTBEAT, Cls.INVALID, prefix=f"progress_{number.name}",
+                      args={"progress": number})
+        yield natural(Op.COMMAND, Cls.INVALID, prefix=f"timeout_{number.name}",
+                      args={"timeout": number})
+        for duration in ("max_silence", "expect", "deadline"):
+            yield natural(Op.START, Cls.INVALID, prefix=f"{duration}_{number.name}",
+                          args={duration: number})
+        xfail = (dict.fromkeys((Door.SDK, Door.CLI), NUMBERS.format(number.text))
+                 if number.name == "huge_int" else {})
+        yield natural(Op.HEARTBEAT, Cls.INVALID, prefix=f"epoch_{number.name}",
+                      args={"epoch": number}, xfail=xfail)
+
+
+def _remote_callers() -> Iterator[Scenario]:
+    """What runs on the machine of the door: at a local door, it runs; a remote caller is
+    refused (nothing runs, nothing is stored) unless the server allows exec."""
+    runs_here = {"runs_here": True}
+    yield natural(Op.CHECK, Cls.OK, remote=Cls.REFUSED, prefix="command_check",
+                  args=runs_here)
+    yield natural(Op.START, Cls.OK, remote=Cls.REFUSED, prefix="exec_target", args=runs_here)
+    yield natural(Op.RETARGET, Cls.OK, remote=Cls.REFUSED, prefix="exec_target",
+                  args=runs_here)
+    yield Scenario("command_gate_review", Op.REVIEW, Actor.OWNER, Setup.GATED, Cls.OK,
+                   remote=Cls.REFUSED)
+
+
+def _rules() -> Iterator[Scenario]:
+    """The state machine, missing things and reused keys: the same answer everywhere."""
+    for op in (Op.READ, Op.HEARTBEAT, Op.APPROVE, Op.CANCEL):
+        yield Scenario(f"missing_run_{op}", op, NATURAL[op][1], Setup.MISSING, Cls.NOT_FOUND)
+    yield natural(Op.UNBLOCK, Cls.NOT_FOUND, prefix="missing_blocker",
+                  args={"blocker": "b9"})
+    yield Scenario("ready_twice", Op.READY, Actor.WORKER, Setup.READY, Cls.REFUSED)
+    yield Scenario("approve_unreviewed", Op.APPROVE, Actor.OWNER, Setup.READY, Cls.REFUSED)
+    yield Scenario("approve_in_progress", Op.APPROVE, Actor.OWNER, Setup.WORKING, Cls.REFUSED)
+    yield Scenario("heartbeat_cancelled", Op.HEARTBEAT, Actor.WORKER, Setup.CANCELLED,
+                   Cls.REFUSED)
+    yield Scenario("cancel_cancelled", Op.CANCEL, Actor.OWNER, Setup.CANCELLED, Cls.REFUSED)
+    yield Scenario("key_reused", Op.START, Actor.OWNER, Setup.KEYED, Cls.CONFLICT,
+                   args={"title": "Another title under the same key"})
+
+
+def _stops() -> Iterator[Scenario]:
+    """The stop hooks: the same decision at both; a stop the token's role may not count
+    (a viewer's, a watcher's) is answered, and counted nowhere."""
+    yield Scenario("working_stop", Op.STOP, Actor.WORKER, Setup.WORKING, Cls.GO_ON)
+    yield Scenario("ready_stop", Op.STOP, Actor.WORKER, Setup.READY, Cls.MAY_STOP)
+    yield Scenario("own_blocker_stop", Op.STOP, Actor.WORKER, Setup.FAILED_COMMAND, Cls.GO_ON)
+    yield Scenario("owner_blocker_stop", Op.STOP, Actor.WORKER, Setup.MISSING_INPUT,
+                   Cls.MAY_STOP)
+    yield Scenario("no_run_stop", Op.STOP, Actor.WORKER, Setup.NONE, Cls.MAY_STOP)
+    for actor in (Actor.OWNER_AS_VIEWER, Actor.OWNER_AS_WATCHER):
+        yield natural(Op.STOP, Cls.GO_ON, actor=actor, unchanged=True)
+    yield natural(Op.STOP, Cls.REFUSED, actor=Actor.OWNER_OTHER_RUN)
+
+
+SCENARIOS: Final[tuple[Scenario, ...]] = (
+    *_happy(), *_not_the_owner(), *_narrow_tokens(), *_no_live_token(), *_stale_leases(),
+    *_owner_blockers(), *_hostile_numbers(), *_remote_callers(), *_rules(), *_stops())

@@ -1,0 +1,47 @@
+"""One table of scenarios through every door: each door answers the same class, and a door
+that refuses leaves the store exactly as it was (every row of every table, every file) and
+runs nothing."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from .conftest import BACKENDS, Doors
+from .doors import DRIVERS
+from .table import SCENARIOS, Scenario
+from .terms import Call, Cls, Door
+
+
+def cases() -> Iterator[object]:
+    """(backend, door, scenario) for every scenario at every door it applies to, grouped by
+    backend and door (each group shares its store, servers and processes)."""
+    for backend in BACKENDS:
+        for door in Door:
+            if door not in DRIVERS:
+                continue
+            for scenario in SCENARIOS:
+                if not scenario.applies(door):
+                    continue
+                reason = scenario.xfail.get(door)
+                marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
+                yield pytest.param(backend, door, scenario, marks=marks,
+                                   id=f"{backend}-{door}-{scenario.name}")
+
+
+@pytest.mark.parametrize(("backend", "door", "scenario"), list(cases()))
+def test_every_door_answers_alike(backend: str, door: Door, scenario: Scenario,
+                                  doors: Doors) -> None:
+    driver = doors.get(door, backend)
+    ctx = driver.world.build(scenario.setup, driver)
+    keeps = scenario.keeps_store(door)
+    before = driver.world.dump() if keeps else None
+    outcome = driver.call(scenario.op, Call(scenario.actor, ctx, scenario.args))
+    assert outcome is scenario.expected(door), (
+        f"{door} answered {outcome} to {scenario.actor} {scenario.op} on a {scenario.setup} "
+        f"run, where every door answers {scenario.expected(door)}")
+    if before is not None:
+        assert driver.world.dump() == before, f"{door}'s {outcome} left a trace in the store"
+    if outcome is not Cls.OK:
+        assert not ctx.side.exists(), f"{door} ran the command it answered {outcome} to"
