@@ -27,11 +27,14 @@ from waypost.model import ArtifactRole, Authority, BlockerKind, EvidenceKind, Ki
 
 from .driver import (
     ARTIFACT,
+    GATE,
     RETARGET,
     Driver,
     blocker,
     check_spec,
     epoch_text,
+    gate_check,
+    gate_name,
     number,
     number_text,
     target,
@@ -138,6 +141,12 @@ class SdkDoor(Driver):
 
     def retarget(self, call: Call) -> Cls:
         return sdk_class(lambda: self._run(call).retarget(target(call, RETARGET)))
+
+    def add_gate(self, call: Call) -> Cls:
+        return sdk_class(lambda: self._run(call).add_gate(GATE, gate_check(call)))
+
+    def adopt_gate(self, call: Call) -> Cls:
+        return sdk_class(lambda: self._run(call).adopt_gate(gate_name(call)))
 
     def read(self, call: Call) -> Cls:
         return sdk_class(lambda: self._run(call).packet)
@@ -288,6 +297,13 @@ class CliDoor(Driver):
 
     def retarget(self, call: Call) -> Cls:
         return self._cli(call, "retarget", call.ctx.run, target(call, RETARGET))
+
+    def add_gate(self, call: Call) -> Cls:
+        return self._cli(call, "gate", "add", call.ctx.run, f"{GATE}={gate_check(call)}",
+                         epoch=True)
+
+    def adopt_gate(self, call: Call) -> Cls:
+        return self._cli(call, "gate", "adopt", call.ctx.run, gate_name(call))
 
     def read(self, call: Call) -> Cls:
         return self._cli(call, "show", call.ctx.run)

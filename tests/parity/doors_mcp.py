@@ -25,10 +25,13 @@ from mcp.types import CallToolResult, TextContent
 
 from .driver import (
     ARTIFACT,
+    GATE,
     RETARGET,
     Driver,
     blocker,
     check_spec,
+    gate_check,
+    gate_name,
     number_text,
     target,
     title,
@@ -50,10 +53,11 @@ PHRASES: Final = (
                        "only the lease holder's heartbeat counts")),
     (Cls.UNAUTHENTICATED, ("no token came with this call",)),
     (Cls.CONFLICT, ("idempotency key",)),
-    (Cls.NOT_FOUND, ("no run ", "has no blocker", "not found")),
+    (Cls.NOT_FOUND, ("no run ", "has no blocker", "has no gate", "not found")),
     (Cls.REFUSED, ("may not", "cannot", "nothing runs on this server", "needs a review",
                    "before a review", "is final", "is blocked by", "refused",
-                   "token is for run", "it starts no run")),
+                   "token is for run", "it starts no run", "is the owner's already",
+                   "allow-list does not name")),
 )
 
 
@@ -216,6 +220,12 @@ class McpStdioDoor(Driver):
 
     def retarget(self, call: Call) -> Cls:
         return self.tool(call, "retarget", run=call.ctx.run, target=target(call, RETARGET))
+
+    def add_gate(self, call: Call) -> Cls:
+        return self.tool(call, "add_gate", run=call.ctx.run, name=GATE, check=gate_check(call))
+
+    def adopt_gate(self, call: Call) -> Cls:
+        return self.tool(call, "adopt_gate", run=call.ctx.run, name=gate_name(call))
 
     def read(self, call: Call) -> Cls:
         return self.tool(call, "checkpoint_status", run=call.ctx.run)

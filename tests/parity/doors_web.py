@@ -20,10 +20,13 @@ from waypost.http.errors import TooLarge, status_of
 from .doors_local import hook_class, stop_input
 from .driver import (
     ARTIFACT,
+    GATE,
     RETARGET,
     Driver,
     blocker,
     check_spec,
+    gate_check,
+    gate_name,
     number_text,
     target,
     title,
@@ -182,6 +185,13 @@ class HttpDoor(WebDoor):
     def retarget(self, call: Call) -> Cls:
         return self._command(call, "retarget", {"target": target(call, RETARGET)})
 
+    def add_gate(self, call: Call) -> Cls:
+        return self._command(call, "gates", {"name": GATE, "check": gate_check(call)},
+                             epoch=True)
+
+    def adopt_gate(self, call: Call) -> Cls:
+        return self._command(call, "gates/adopt", {"name": gate_name(call)})
+
     def read(self, call: Call) -> Cls:
         return _answer(self.http.get(f"/api/runs/{call.ctx.run}", headers=self.headers(call)))
 
@@ -241,6 +251,9 @@ class BoardDoor(WebDoor):
 
     def cancel(self, call: Call) -> Cls:
         return self._act(call, "cancel", {"reason": "the test was deleted upstream"})
+
+    def adopt_gate(self, call: Call) -> Cls:
+        return self._act(call, "adopt", {"gate": gate_name(call)})
 
     def read(self, call: Call) -> Cls:
         return self._page(call, f"/runs/{call.ctx.run}")

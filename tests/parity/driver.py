@@ -69,6 +69,22 @@ def blocker(call: Call) -> str:
     return str(call.args.get("blocker", call.ctx.blocker))
 
 
+GATE = "lint"  # the gate an add_gate declares
+
+
+def gate_check(call: Call) -> str:
+    """The check a declared gate names: a command (recorded, run only at the owner's
+    review), or a URL reaching a host no server lists."""
+    if call.args.get("reaches_out"):
+        return "http:https://example.com/health"
+    return f"command:touch {call.ctx.side}"
+
+
+def gate_name(call: Call) -> str:
+    """The gate to adopt: the one the worker declared, unless the scenario names another."""
+    return str(call.args.get("gate", call.ctx.gate))
+
+
 def check_spec(call: Call) -> str:
     """The check to run: a command that would leave a file behind, or one that runs
     nothing anywhere."""

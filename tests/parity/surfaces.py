@@ -16,7 +16,8 @@ CLI_COMMANDS: Final[Mapping[str, Op]] = {
     "evidence skip": Op.SKIP, "evidence add": Op.REPORT, "evidence check": Op.CHECK,
     "evidence run": Op.COMMAND, "ready": Op.READY, "review": Op.REVIEW,
     "approve": Op.APPROVE, "changes": Op.CHANGES, "transfer": Op.TRANSFER,
-    "cancel": Op.CANCEL, "retarget": Op.RETARGET, "show": Op.READ, "ls": Op.LIST,
+    "cancel": Op.CANCEL, "retarget": Op.RETARGET, "gate add": Op.ADD_GATE,
+    "gate adopt": Op.ADOPT_GATE, "show": Op.READ, "ls": Op.LIST,
     "hook": Op.STOP,  # the hook door's (Door.HOOK_CLI)
 }
 # the MCP server's tools (checkpoint_status reads one run, or lists them)
@@ -30,6 +31,7 @@ MCP_TOOLS: Final[Mapping[str, frozenset[Op]]] = {
     "resume": frozenset({Op.RESUME}), "review": frozenset({Op.REVIEW}),
     "approve": frozenset({Op.APPROVE}), "request_changes": frozenset({Op.CHANGES}),
     "cancel": frozenset({Op.CANCEL}), "retarget": frozenset({Op.RETARGET}),
+    "add_gate": frozenset({Op.ADD_GATE}), "adopt_gate": frozenset({Op.ADOPT_GATE}),
 }
 _RUN = "/api/runs/{run_id}"
 # the routes of the app's OpenAPI document, as "METHOD PATH"
@@ -41,6 +43,8 @@ HTTP_ROUTES: Final[Mapping[str, frozenset[Op]]] = {
         Op.APPROVE, Op.CHANGES, Op.TRANSFER, Op.CANCEL, Op.RETARGET)},
     f"POST {_RUN}/evidence": frozenset({Op.SKIP, Op.REPORT, Op.CHECK, Op.COMMAND}),
     f"POST {_RUN}/artifacts/{{name}}": frozenset({Op.ARTIFACT}),
+    f"POST {_RUN}/gates": frozenset({Op.ADD_GATE}),
+    f"POST {_RUN}/gates/adopt": frozenset({Op.ADOPT_GATE}),
     "POST /hooks/claude/{event}": frozenset({Op.STOP}),  # the hook door's (Door.HOOK_HTTP)
 }
 

@@ -30,16 +30,17 @@ from .terms import (
 WRITES: Final = frozenset({
     Op.CLAIM, Op.RESUME, Op.HEARTBEAT, Op.BLOCK, Op.UNBLOCK, Op.ARTIFACT, Op.SKIP, Op.REPORT,
     Op.CHECK, Op.COMMAND, Op.READY, Op.REVIEW, Op.APPROVE, Op.CHANGES, Op.TRANSFER,
-    Op.CANCEL, Op.RETARGET})
+    Op.CANCEL, Op.RETARGET, Op.ADD_GATE, Op.ADOPT_GATE})
+READS: Final = frozenset({Op.READ, Op.LIST})
 OWNER_VERBS: Final = frozenset({Op.REVIEW, Op.APPROVE, Op.CHANGES, Op.TRANSFER, Op.CANCEL,
-                                Op.RETARGET})
+                                Op.RETARGET, Op.ADOPT_GATE})
 # MCP has no claim (resume takes the lease), no transfer and no hand-typed evidence (a tool
-# runs or checks it); the board offers the owner's four actions; the SDK lists nothing
+# runs or checks it); the board offers the owner's five actions; the SDK lists nothing
 # (the store does: Store.list_runs); a hook door answers stops only.
 MCP_OPS: Final = frozenset({
     Op.START, Op.RESUME, Op.HEARTBEAT, Op.BLOCK, Op.UNBLOCK, Op.ARTIFACT, Op.SKIP, Op.CHECK,
-    Op.COMMAND, Op.READY, Op.REVIEW, Op.APPROVE, Op.CHANGES, Op.CANCEL, Op.RETARGET, Op.READ,
-    Op.LIST})
+    Op.COMMAND, Op.READY, Op.REVIEW, Op.APPROVE, Op.CHANGES, Op.CANCEL, Op.RETARGET,
+    Op.ADD_GATE, Op.ADOPT_GATE, Op.READ, Op.LIST})
 OFFERS: Final[Mapping[Door, frozenset[Op]]] = {
     Door.SDK: WRITES | {Op.START, Op.READ},
     Door.SDK_BLOCK: frozenset({Op.START}),
@@ -47,7 +48,8 @@ OFFERS: Final[Mapping[Door, frozenset[Op]]] = {
     Door.MCP_STDIO: MCP_OPS,
     Door.MCP_HTTP: MCP_OPS,
     Door.HTTP: WRITES | {Op.START, Op.READ, Op.LIST},
-    Door.BOARD: frozenset({Op.REVIEW, Op.APPROVE, Op.CHANGES, Op.CANCEL, Op.READ, Op.LIST}),
+    Door.BOARD: frozenset({Op.REVIEW, Op.APPROVE, Op.CHANGES, Op.CANCEL, Op.ADOPT_GATE,
+                           Op.READ, Op.LIST}),
     Door.HOOK_CLI: frozenset({Op.STOP}),
     Door.HOOK_HTTP: frozenset({Op.STOP}),
 }
@@ -68,6 +70,8 @@ TAKES: Final[Mapping[Door, Mapping[str, Carry]]] = {
 }
 ISSUE_31 = "issue 31: blocker table not yet enforced at this door"
 NUMBERS = "number parsing not yet unified: this door takes {} as an epoch (stale_lease)"
+CLI_REVIEW = ("waypost review exits 3 (refused) when a required gate did not pass, having "
+              "recorded the review; every other door answers ok (approvable: false)")
 
 
 @dataclass(frozen=True)
@@ -82,7 +86,9 @@ class Scenario:
     # the server because a remote caller asked")
     remote: Cls | None = None
     args: Mapping[str, object] = field(default_factory=dict)
-    unchanged: bool | None = None  # None: unchanged unless it is ok or a stop's answer
+    # None: unchanged when it is refused (anything but ok or a stop's answer), or a read
+    unchanged: bool | None = None
+    runs_nothing: bool = False  # True: not even an answer of ok runs its command
     xfail: Mapping[Door, str] = field(default_factory=dict)
 
     def expected(self, door: Door) -> Cls:
@@ -91,7 +97,7 @@ class Scenario:
     def keeps_store(self, door: Door) -> bool:
         if self.unchanged is not None:
             return self.unchanged
-        return self.expected(door) not in (Cls.OK, Cls.MAY_STOP, Cls.GO_ON)
+        return self.op in READS or self.expected(door) not in (Cls.OK, Cls.MAY_STOP, Cls.GO_ON)
 
     def applies(self, door: Door) -> bool:
         if self.op not in OFFERS[door]:
@@ -114,6 +120,8 @@ NATURAL: Final[Mapping[Op, tuple[Setup, Actor]]] = {
     Op.REVIEW: (Setup.READY, Actor.OWNER), Op.APPROVE: (Setup.REVIEWED, Actor.OWNER),
     Op.CHANGES: (Setup.READY, Actor.OWNER), Op.TRANSFER: (Setup.WORKING, Actor.OWNER),
     Op.CANCEL: (Setup.WORKING, Actor.OWNER), Op.RETARGET: (Setup.WORKING, Actor.OWNER),
+    Op.ADD_GATE: (Setup.WORKING, Actor.WORKER),
+    Op.ADOPT_GATE: (Setup.WORKERS_GATE, Actor.OWNER),
     Op.READ: (Setup.WORKING, Actor.OWNER), Op.LIST: (Setup.WORKING, Actor.OWNER),
     Op.STOP: (Setup.WORKING, Actor.WORKER),
 }
@@ -167,10 +175,11 @@ def _narrow_tokens() -> Iterator[Scenario]:
 
 
 def _no_live_token() -> Iterator[Scenario]:
-    """README: a missing, unknown, expired or revoked token gets 401 and changes nothing."""
+    """README: a missing, unknown, expired or revoked token gets 401 and changes nothing.
+    (A stop hook answers every stop, its own failures as refusals: see `_stops`.)"""
     for actor in (Actor.NO_TOKEN, Actor.UNKNOWN_TOKEN, Actor.REVOKED_TOKEN,
                   Actor.EXPIRED_TOKEN):
-        for op in (Op.START, Op.HEARTBEAT, Op.APPROVE, Op.READ, Op.LIST, Op.STOP):
+        for op in (Op.START, Op.HEARTBEAT, Op.APPROVE, Op.ADD_GATE, Op.READ, Op.LIST):
             yield natural(op, Cls.UNAUTHENTICATED, actor=actor)
 
 
@@ -178,7 +187,7 @@ def _stale_leases() -> Iterator[Scenario]:
     """DESIGN §2: after a takeover, the old worker's writes are refused with a clear error
     (StaleLease) and change nothing."""
     for op in (Op.HEARTBEAT, Op.BLOCK, Op.ARTIFACT, Op.SKIP, Op.REPORT, Op.CHECK, Op.READY,
-               Op.COMMAND):
+               Op.COMMAND, Op.ADD_GATE):
         remote = Cls.REFUSED if op is Op.COMMAND else None
         yield Scenario(f"old_epoch_{op}", op, Actor.WORKER, Setup.RESTARTED, Cls.STALE_LEASE,
                        remote=remote)
@@ -228,6 +237,25 @@ def _remote_callers() -> Iterator[Scenario]:
                    remote=Cls.REFUSED)
 
 
+def _gates() -> Iterator[Scenario]:
+    """DESIGN §3: gates are the owner's. A gate the worker declared is shown as the
+    worker's: review runs none of it (at any door) and approval waits for the owner to
+    adopt or waive it; the worker declares gates only before it submits the result."""
+    yield Scenario("workers_gate_review", Op.REVIEW, Actor.OWNER, Setup.WORKERS_GATE_READY,
+                   Cls.OK, runs_nothing=True, xfail={Door.CLI: CLI_REVIEW})
+    yield Scenario("workers_gate_approve", Op.APPROVE, Actor.OWNER,
+                   Setup.WORKERS_GATE_REVIEWED, Cls.REFUSED)
+    yield natural(Op.ADD_GATE, Cls.OK, actor=Actor.OWNER)
+    yield Scenario("worker_add_gate_after_ready", Op.ADD_GATE, Actor.WORKER, Setup.READY,
+                   Cls.REFUSED)
+    yield Scenario("adopt_own_gate", Op.ADOPT_GATE, Actor.OWNER, Setup.GATED, Cls.REFUSED,
+                   args={"gate": "tests"})
+    yield natural(Op.ADOPT_GATE, Cls.NOT_FOUND, prefix="adopt_missing_gate",
+                  args={"gate": "nosuchgate"})
+    yield natural(Op.ADD_GATE, Cls.OK, remote=Cls.REFUSED, prefix="reaching_out",
+                  args={"reaches_out": True})
+
+
 def _rules() -> Iterator[Scenario]:
     """The state machine, missing things and reused keys: the same answer everywhere."""
     for op in (Op.READ, Op.HEARTBEAT, Op.APPROVE, Op.CANCEL):
@@ -245,8 +273,11 @@ def _rules() -> Iterator[Scenario]:
 
 
 def _stops() -> Iterator[Scenario]:
-    """The stop hooks: the same decision at both; a stop the token's role may not count
-    (a viewer's, a watcher's) is answered, and counted nowhere."""
+    """The stop hooks: the same decision at both. A hook answers every stop (a failure of
+    its own, a missing or dead token included, is a refused stop: the agent goes on), and
+    counts a refusal on the run only for whom may write the run (README, the hook routes):
+    a viewer's, a watcher's, another run's token's and an unknown or missing token's are
+    counted in the server's memory, never in the store."""
     yield Scenario("working_stop", Op.STOP, Actor.WORKER, Setup.WORKING, Cls.GO_ON)
     yield Scenario("ready_stop", Op.STOP, Actor.WORKER, Setup.READY, Cls.MAY_STOP)
     yield Scenario("own_blocker_stop", Op.STOP, Actor.WORKER, Setup.FAILED_COMMAND, Cls.GO_ON)
@@ -255,9 +286,19 @@ def _stops() -> Iterator[Scenario]:
     yield Scenario("no_run_stop", Op.STOP, Actor.WORKER, Setup.NONE, Cls.MAY_STOP)
     for actor in (Actor.OWNER_AS_VIEWER, Actor.OWNER_AS_WATCHER):
         yield natural(Op.STOP, Cls.GO_ON, actor=actor, unchanged=True)
-    yield natural(Op.STOP, Cls.REFUSED, actor=Actor.OWNER_OTHER_RUN)
+        yield Scenario(f"{actor}_ready_stop", Op.STOP, actor, Setup.READY, Cls.MAY_STOP,
+                       unchanged=True)
+    # a token that may not read the run is refused, whatever the run's state
+    yield Scenario("owner_other_run_ready_stop", Op.STOP, Actor.OWNER_OTHER_RUN, Setup.READY,
+                   Cls.GO_ON, unchanged=True)
+    for actor in (Actor.NO_TOKEN, Actor.UNKNOWN_TOKEN):
+        yield Scenario(f"{actor}_ready_stop", Op.STOP, actor, Setup.READY, Cls.GO_ON,
+                       unchanged=True)
+    for actor in (Actor.REVOKED_TOKEN, Actor.EXPIRED_TOKEN):  # counted per token, durably
+        yield Scenario(f"{actor}_ready_stop", Op.STOP, actor, Setup.READY, Cls.GO_ON)
 
 
 SCENARIOS: Final[tuple[Scenario, ...]] = (
     *_happy(), *_not_the_owner(), *_narrow_tokens(), *_no_live_token(), *_stale_leases(),
-    *_owner_blockers(), *_hostile_numbers(), *_remote_callers(), *_rules(), *_stops())
+    *_owner_blockers(), *_hostile_numbers(), *_remote_callers(), *_gates(), *_rules(),
+    *_stops())

@@ -67,6 +67,8 @@ class Op(enum.StrEnum):
     TRANSFER = "transfer"
     CANCEL = "cancel"
     RETARGET = "retarget"
+    ADD_GATE = "add_gate"  # declare another gate (a command one: recorded, run at review)
+    ADOPT_GATE = "adopt_gate"  # the owner makes another's gate its own
     READ = "read"  # one run's packet
     LIST = "list"  # the runs
     STOP = "stop"  # an agent host asks whether its agent may stop
@@ -81,7 +83,8 @@ OPERATION_OF: Final[Mapping[Op, Operation | None]] = {
     Op.COMMAND: Operation.EVIDENCE, Op.READY: Operation.READY, Op.REVIEW: Operation.REVIEW,
     Op.APPROVE: Operation.APPROVE, Op.CHANGES: Operation.CHANGES,
     Op.TRANSFER: Operation.TRANSFER, Op.CANCEL: Operation.CANCEL,
-    Op.RETARGET: Operation.RETARGET, Op.READ: Operation.READ, Op.LIST: Operation.LIST,
+    Op.RETARGET: Operation.RETARGET, Op.ADD_GATE: Operation.ADD_GATE,
+    Op.ADOPT_GATE: Operation.ADOPT_GATE, Op.READ: Operation.READ, Op.LIST: Operation.LIST,
     Op.STOP: None,  # the hook reads the session's run (READ) and counts as BLOCK
 }
 
@@ -121,7 +124,10 @@ class Setup(enum.StrEnum):
     WORKING = "working"  # in_progress, w1 holds the lease, one reported evidence
     READY = "ready"  # working, then submitted: ready_for_review
     REVIEWED = "reviewed"  # ready, then reviewed by the owner (approvable)
-    GATED = "gated"  # ready, with a required gate that runs a command
+    GATED = "gated"  # ready, with the owner's required gate that runs a command
+    WORKERS_GATE = "workers_gate"  # working; w1 declared a gate that runs a command
+    WORKERS_GATE_READY = "workers_gate_ready"  # that, then submitted
+    WORKERS_GATE_REVIEWED = "workers_gate_reviewed"  # that, then reviewed by the owner
     CANCELLED = "cancelled"  # working, then cancelled by the owner
     RESTARTED = "restarted"  # working; w1 claimed again elsewhere: the held epoch is old
     TAKEN_OVER = "taken_over"  # working; the owner took the live lease over
@@ -183,6 +189,7 @@ class Ctx:
     blocker: str = ""  # its open blocker, when blocked
     epoch: int | None = None  # the lease epoch w1 was given (stale once restarted)
     key: str = ""  # the idempotency key it was started with (KEYED)
+    gate: str = ""  # the gate someone other than the owner declared
     side: Path = field(default_factory=Path)  # a file a command would create
 
 

@@ -25,6 +25,7 @@ from .terms import OWNER, STRANGER, WORKER, Actor, Ctx, Setup
 
 SILENCE = 3600.0  # seconds: nobody goes silent while the suite runs
 PAST = "2020-01-02T03:04:05Z"  # a deadline long passed (the watchdog may record it at once)
+WORKERS_GATE = "w1-tests"  # the gate the worker declares
 
 
 class Holder(Protocol):
@@ -74,11 +75,12 @@ class World:
     # --- runs -------------------------------------------------------------------------
 
     def start(self, *, key: str | None = None, session: str | None = None,
-              deadline: str | None = None, gates: tuple[Gate, ...] = ()) -> waypost.Run:
+              deadline: str | None = None, gates: tuple[Gate, ...] = (),
+              worker: str | None = None) -> waypost.Run:
         run, _ = waypost.start(self.store, "Fix the flaky login test", actor=OWNER,
                                owner=OWNER, target="none:", kind=Kind.LONG_RUNNING,
                                max_silence=SILENCE, idempotency_key=key, session=session,
-                               deadline=deadline, gates=gates)
+                               deadline=deadline, gates=gates, worker=worker)
         return run
 
     def build(self, setup: Setup, door: Holder) -> Ctx:
@@ -96,11 +98,12 @@ class World:
 
     def working(self, ctx: Ctx, *, deadline: str | None = None,
                 gates: tuple[Gate, ...] = ()) -> Ctx:
-        run = self.start(session=ctx.session, deadline=deadline, gates=gates)
-        worker = self.as_worker(run.id)
-        worker.claim()
-        worker.report_evidence(EvidenceKind.TEST, Verdict.PASSED, "pytest -q: 42 passed")
-        return Ctx(run=run.id, session=ctx.session, epoch=worker.epoch, side=ctx.side)
+        """In progress: started with w1 as its worker (w1 holds the lease), with evidence."""
+        run = self.start(session=ctx.session, deadline=deadline, gates=gates, worker=WORKER)
+        lease = self.as_worker(run.id).report_evidence(
+            EvidenceKind.TEST, Verdict.PASSED, "pytest -q: 42 passed").worker
+        assert lease is not None
+        return Ctx(run=run.id, session=ctx.session, epoch=lease.epoch, side=ctx.side)
 
     def as_worker(self, run: str, epoch: int | None = None) -> waypost.Run:
         return waypost.Run(self.store, run, actor=WORKER, epoch=epoch)
@@ -124,6 +127,26 @@ def _reviewed(world: World, ctx: Ctx, door: Holder) -> Ctx:
 def _gated(world: World, ctx: Ctx, door: Holder) -> Ctx:
     gate = Gate(name="tests", check=f"command:touch {ctx.side}")
     return _ready(world, ctx, door, gates=(gate,))
+
+
+def _workers_gate(world: World, ctx: Ctx, door: Holder) -> Ctx:
+    """w1 declared a gate that would run a command: the worker's until the owner adopts it."""
+    ctx = world.working(ctx)
+    world.as_worker(ctx.run, ctx.epoch).add_gate(WORKERS_GATE, f"command:touch {ctx.side}")
+    return dataclasses.replace(ctx, gate=WORKERS_GATE)
+
+
+def _workers_gate_ready(world: World, ctx: Ctx, door: Holder) -> Ctx:
+    ctx = _workers_gate(world, ctx, door)
+    world.as_worker(ctx.run, ctx.epoch).ready("fixed: the session comes first")
+    return ctx
+
+
+def _workers_gate_reviewed(world: World, ctx: Ctx, door: Holder) -> Ctx:
+    ctx = _workers_gate_ready(world, ctx, door)
+    world.as_owner(ctx.run).review()
+    assert not ctx.side.exists(), "the owner's review ran the worker's gate"
+    return ctx
 
 
 def _cancelled(world: World, ctx: Ctx, door: Holder) -> Ctx:
@@ -181,6 +204,9 @@ BUILDERS: dict[Setup, Callable[[World, Ctx, Holder], Ctx]] = {
     Setup.READY: _ready,
     Setup.REVIEWED: _reviewed,
     Setup.GATED: _gated,
+    Setup.WORKERS_GATE: _workers_gate,
+    Setup.WORKERS_GATE_READY: _workers_gate_ready,
+    Setup.WORKERS_GATE_REVIEWED: _workers_gate_reviewed,
     Setup.CANCELLED: _cancelled,
     Setup.RESTARTED: _restarted,
     Setup.TAKEN_OVER: _taken_over,
