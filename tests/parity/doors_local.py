@@ -84,10 +84,10 @@ class SdkDoor(Driver):
             deadline=number_text(call, "deadline", None), idempotency_key=call.ctx.key or None))
 
     def claim(self, call: Call) -> Cls:
-        return sdk_class(self._run(call).claim)
+        return sdk_class(lambda: self._run(call).claim())
 
     def resume(self, call: Call) -> Cls:
-        return sdk_class(self._run(call).resume)
+        return sdk_class(lambda: self._run(call).resume())
 
     def heartbeat(self, call: Call) -> Cls:
         return sdk_class(lambda: self._run(call).heartbeat(
@@ -125,10 +125,10 @@ class SdkDoor(Driver):
         return sdk_class(lambda: self._run(call).ready("fixed: the session comes first"))
 
     def review(self, call: Call) -> Cls:
-        return sdk_class(self._run(call).review)
+        return sdk_class(lambda: self._run(call).review())
 
     def approve(self, call: Call) -> Cls:
-        return sdk_class(self._run(call).approve)
+        return sdk_class(lambda: self._run(call).approve())
 
     def changes(self, call: Call) -> Cls:
         return sdk_class(lambda: self._run(call).changes("add a test for the empty case"))

@@ -68,8 +68,6 @@ TAKES: Final[Mapping[Door, Mapping[str, Carry]]] = {
     Door.MCP_HTTP: {"progress": Carry.MCP, "timeout": Carry.MCP, **_TEXT_DURATIONS},
     Door.HTTP: {"progress": Carry.JSON, "epoch": Carry.JSON, **_TEXT_DURATIONS},
 }
-ISSUE_31 = "issue 31: blocker table not yet enforced at this door"
-NUMBERS = "number parsing not yet unified: this door takes {} as an epoch (stale_lease)"
 CLI_REVIEW = ("waypost review exits 3 (refused) when a required gate did not pass, having "
               "recorded the review; every other door answers ok (approvable: false)")
 
@@ -202,8 +200,7 @@ def _owner_blockers() -> Iterator[Scenario]:
     for setup in (Setup.MISSING_INPUT, Setup.PERMISSION_BOUNDARY, Setup.DEADLINE_PASSED,
                   Setup.DELIVERY_FAILED):
         yield Scenario(f"worker_unblocks_{setup}", Op.UNBLOCK, Actor.WORKER, setup,
-                       Cls.REFUSED, xfail=dict.fromkeys(
-                           (Door.SDK, Door.CLI, Door.MCP_STDIO), ISSUE_31))
+                       Cls.REFUSED)
         yield Scenario(f"owner_unblocks_{setup}", Op.UNBLOCK, Actor.OWNER, setup, Cls.OK)
 
 
@@ -218,10 +215,8 @@ def _hostile_numbers() -> Iterator[Scenario]:
         for duration in ("max_silence", "expect", "deadline"):
             yield natural(Op.START, Cls.INVALID, prefix=f"{duration}_{number.name}",
                           args={duration: number})
-        xfail = (dict.fromkeys((Door.SDK, Door.CLI), NUMBERS.format(number.text))
-                 if number.name == "huge_int" else {})
         yield natural(Op.HEARTBEAT, Cls.INVALID, prefix=f"epoch_{number.name}",
-                      args={"epoch": number}, xfail=xfail)
+                      args={"epoch": number})
 
 
 def _remote_callers() -> Iterator[Scenario]:
