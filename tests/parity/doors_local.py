@@ -14,24 +14,18 @@ from collections.abc import Callable, Iterator, Sequence
 
 import waypost
 from waypost.cli import main
-from waypost.errors import (
-    Conflict,
-    InvalidInput,
-    NotFound,
-    Refused,
-    StaleLease,
-    Unauthenticated,
-    WaypostError,
-)
+from waypost.errors import WaypostError
 from waypost.model import ArtifactRole, Authority, BlockerKind, EvidenceKind, Kind, Verdict
 
 from .driver import (
     ARTIFACT,
+    ERROR_OF_CODE,
     GATE,
     RETARGET,
     Driver,
     blocker,
     check_spec,
+    class_of,
     epoch_text,
     gate_check,
     gate_name,
@@ -45,21 +39,13 @@ from .world import SILENCE
 
 # --- the SDK ----------------------------------------------------------------------------
 
-SDK_CLASSES = ((StaleLease, Cls.STALE_LEASE), (Unauthenticated, Cls.UNAUTHENTICATED),
-               (Refused, Cls.REFUSED), (InvalidInput, Cls.INVALID),
-               (NotFound, Cls.NOT_FOUND), (Conflict, Cls.CONFLICT))
-
-
 def sdk_class(work: Callable[[], object]) -> Cls:
-    """The SDK's answer: ok, or the class of the exception raised (most specific first);
-    any other exception is not an answer, and fails the test."""
+    """The SDK's answer: ok, or the class of the exception raised; any exception outside
+    waypost's tree is not an answer, and fails the test."""
     try:
         work()
     except WaypostError as exc:
-        for raised, cls in SDK_CLASSES:
-            if isinstance(exc, raised):
-                return cls
-        raise
+        return class_of(type(exc))
     return Cls.OK
 
 
@@ -172,18 +158,18 @@ class SdkBlockDoor(Driver):
 
 # --- the CLI ----------------------------------------------------------------------------
 
-CLI_CLASSES = {0: Cls.OK, 2: Cls.INVALID, 3: Cls.REFUSED, 4: Cls.NOT_FOUND, 5: Cls.CONFLICT}
-CLI_CODES = {"stale_lease": Cls.STALE_LEASE, "unauthenticated": Cls.UNAUTHENTICATED}
-
-
 def cli_class(code: int, err: str) -> Cls:
-    """The CLI's answer: its exit code, the JSON error's code telling a stale lease from
-    the other refusals (exit 3). Any other exit (1 a bug, 75 busy) fails the test."""
-    assert code in CLI_CLASSES, f"exit {code}: {err}"
-    if code == 3:
-        error = json.loads(err.strip().splitlines()[-1])["error"]
-        return CLI_CODES.get(error["code"], Cls.REFUSED)
-    return CLI_CLASSES[code]
+    """The CLI's answer: 0, or the JSON error's code, which must come with the exit code
+    the one map gives it (`waypost.errors`); click's usage errors are exit 2."""
+    if code == 0:
+        return Cls.OK
+    error = json.loads(err.strip().splitlines()[-1])["error"]["code"]
+    if error == "usage":
+        assert code == 2, f"a usage error came as exit {code}"
+        return Cls.INVALID
+    assert error in ERROR_OF_CODE, f"exit {code}, error code {error!r}: {err}"
+    assert code == ERROR_OF_CODE[error].exit_code, f"{error} came as exit {code}"
+    return class_of(ERROR_OF_CODE[error])
 
 
 def run_cli(argv: Sequence[str], stdin: bytes | None = None) -> tuple[int, str, str]:

@@ -1,7 +1,7 @@
 """MCP, over stdio (a `waypost mcp --as ACTOR` process per actor) and over streamable HTTP
 (one `waypost mcp --http` process, a bearer token per actor), driven by the official
 client. The sessions stay open for the whole run (an event loop in a thread of its own
-carries them), and `mcp_class` maps every answer into an outcome class."""
+carries them), and `mcp_class` maps every answer into an outcome class by its error code."""
 
 from __future__ import annotations
 
@@ -25,11 +25,13 @@ from mcp.types import CallToolResult, TextContent
 
 from .driver import (
     ARTIFACT,
+    ERROR_OF_CODE,
     GATE,
     RETARGET,
     Driver,
     blocker,
     check_spec,
+    class_of,
     gate_check,
     gate_name,
     number_text,
@@ -43,33 +45,19 @@ CALL_WAIT: Final = 60.0  # seconds one tool call may take (a hung server fails, 
 START_WAIT: Final = 60.0  # seconds `waypost mcp --http` may take to listen
 STARTED: Final = "waypost mcp: serving "
 
-# MCP tool errors carry no error code, only the CLI's message and hint and the next tool;
-# the class is read from that text here, and nowhere else. Most specific first: the first
-# phrase found decides. (A code in the tool error would make this a lookup.)
-PHRASES: Final = (
-    (Cls.INVALID, ("validation error", "(again, with corrected arguments)",
-                   "over this server's limit")),
-    (Cls.STALE_LEASE, ("with lease epoch", "does not hold the lease",
-                       "only the lease holder's heartbeat counts")),
-    (Cls.UNAUTHENTICATED, ("no token came with this call",)),
-    (Cls.CONFLICT, ("idempotency key",)),
-    (Cls.NOT_FOUND, ("no run ", "has no blocker", "has no gate", "not found")),
-    (Cls.REFUSED, ("may not", "cannot", "nothing runs on this server", "needs a review",
-                   "before a review", "is final", "is blocked by", "refused",
-                   "token is for run", "it starts no run", "is the owner's already",
-                   "allow-list does not name")),
-)
-
-
 def mcp_class(result: CallToolResult) -> Cls:
-    """A tool's answer: ok, or the class its error's text names."""
+    """A tool's answer: ok, or its error's code (`mcp.answers` gives it as structured
+    content); the SDK's own refusal of arguments the tool's schema does not take has none."""
     if not result.is_error:
         return Cls.OK
+    error = (result.structured_content or {}).get("error")
+    if isinstance(error, dict):
+        code = error["code"]
+        assert code in ERROR_OF_CODE, f"an MCP tool error with the code {code!r}"
+        return class_of(ERROR_OF_CODE[code])
     text = "\n".join(c.text for c in result.content if isinstance(c, TextContent))
-    for cls, phrases in PHRASES:
-        if any(phrase in text for phrase in phrases):
-            return cls
-    raise AssertionError(f"an MCP tool error no phrase names: {text}")
+    assert "validation error" in text, f"an MCP tool error without a code: {text}"
+    return Cls.INVALID
 
 
 @contextlib.contextmanager

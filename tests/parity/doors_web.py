@@ -13,18 +13,19 @@ from typing import Any, Final
 import httpx
 
 from tests.http_support import serving
-from waypost import errors
 from waypost.http.board_session import csrf_token
-from waypost.http.errors import TooLarge, status_of
+from waypost.http.errors import status_of
 
 from .doors_local import hook_class, stop_input
 from .driver import (
     ARTIFACT,
+    ERROR_OF_CODE,
     GATE,
     RETARGET,
     Driver,
     blocker,
     check_spec,
+    class_of,
     gate_check,
     gate_name,
     number_text,
@@ -34,36 +35,19 @@ from .driver import (
 from .terms import OWNER, Call, Cls, Door, Hostile
 from .world import World
 
-STATUS_CLASSES: Final = {200: Cls.OK, 201: Cls.OK, 400: Cls.INVALID, 413: Cls.INVALID,
-                         422: Cls.INVALID, 401: Cls.UNAUTHENTICATED, 403: Cls.REFUSED,
-                         404: Cls.NOT_FOUND}
-# 409 is the run's state or lease saying no, or a reused key: the error code tells which
-CONFLICT_CODES: Final = {"stale_lease": Cls.STALE_LEASE, "illegal_transition": Cls.REFUSED,
-                         "rule_violation": Cls.REFUSED}
-
-
-def _error_classes() -> dict[str, type[errors.WaypostError]]:
-    found: dict[str, type[errors.WaypostError]] = {}
-    todo: list[type[errors.WaypostError]] = [errors.WaypostError, TooLarge]
-    while todo:
-        cls = todo.pop()
-        found.setdefault(cls.code, cls)
-        todo += cls.__subclasses__()
-    return found
-
-
-ERROR_OF_CODE: Final = _error_classes()
+# Litestar's own refusals, before any handler (a body that is not the schema's, no route)
+LITESTAR_CLASSES: Final = {400: Cls.INVALID, 401: Cls.UNAUTHENTICATED, 403: Cls.REFUSED,
+                           404: Cls.NOT_FOUND, 413: Cls.INVALID}
 
 
 def http_class(status: int, code: str) -> Cls:
-    """An HTTP answer: its status, the error code telling a 409's kinds apart. A waypost
-    error code must come with the status the one error map gives it (`http.errors`)."""
+    """An HTTP error: its error code, which must come with the status the one error map
+    gives it (`http.errors.STATUSES`); Litestar's own refusals by their status."""
     if code in ERROR_OF_CODE:
-        assert status == status_of(ERROR_OF_CODE[code]()), f"{code} came as {status}"
-    if status == 409:
-        return CONFLICT_CODES.get(code, Cls.CONFLICT)
-    assert status in STATUS_CLASSES, f"HTTP {status} ({code})"
-    return STATUS_CLASSES[status]
+        assert status == status_of(ERROR_OF_CODE[code]()), f"{code} came as HTTP {status}"
+        return class_of(ERROR_OF_CODE[code])
+    assert status in LITESTAR_CLASSES, f"HTTP {status} ({code})"
+    return LITESTAR_CLASSES[status]
 
 
 def _answer(response: httpx.Response) -> Cls:

@@ -5,7 +5,17 @@ test holds the two equal."""
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import ClassVar, Final
+
+from waypost.errors import (
+    Conflict,
+    InvalidInput,
+    NotFound,
+    Refused,
+    StaleLease,
+    Unauthenticated,
+    WaypostError,
+)
 
 from .terms import Call, Cls, Ctx, Door, Hostile, Op
 from .world import World
@@ -15,6 +25,34 @@ TARGET = "none:"
 RETARGET = "mailto:ops@example.com"
 ARTIFACT = b"# Notes\n\nThe login race is fixed: the session is created before the test reads it.\n"
 CHECK = "no-private"  # a check every door runs (nothing on the server's machine)
+
+
+# the exception tree (waypost.errors) as outcome classes, most specific first
+CLASS_OF_ERROR: Final = ((StaleLease, Cls.STALE_LEASE), (Unauthenticated, Cls.UNAUTHENTICATED),
+                         (Refused, Cls.REFUSED), (InvalidInput, Cls.INVALID),
+                         (NotFound, Cls.NOT_FOUND), (Conflict, Cls.CONFLICT))
+
+
+def _error_classes() -> dict[str, type[WaypostError]]:
+    found: dict[str, type[WaypostError]] = {}
+    todo: list[type[WaypostError]] = [WaypostError]
+    while todo:
+        cls = todo.pop()
+        found.setdefault(cls.code, cls)
+        todo += cls.__subclasses__()
+    return found
+
+
+ERROR_OF_CODE: Final = _error_classes()  # every error code a door may answer, its class
+
+
+def class_of(error: type[WaypostError]) -> Cls:
+    """The outcome class of an error of the tree; any other (a bug, a busy store) is no
+    answer of the rules, and fails the test."""
+    for raised, cls in CLASS_OF_ERROR:
+        if issubclass(error, raised):
+            return cls
+    raise AssertionError(f"{error.__name__} ({error.code}) is no answer of the rules")
 
 
 class Driver:
