@@ -4,7 +4,9 @@ door whose driver and `OFFERS` disagree, or an offered operation no scenario let
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import click
 import pytest
@@ -14,8 +16,9 @@ from waypost.core.access import Operation
 from waypost.http import board
 from waypost.http.app import create_app
 from waypost.http.settings import ServerConfig
+from waypost.usecases import tokens
 
-from .conftest import Doors
+from .conftest import BACKENDS, Doors
 from .doors import DRIVERS
 from .doors_mcp import McpStdioDoor
 from .driver import offered
@@ -102,3 +105,23 @@ def test_scenario_names_are_unique_and_each_runs_somewhere() -> None:
     for scenario in SCENARIOS:
         assert any(scenario.applies(door) for door in Door), f"{scenario.name} runs nowhere"
         assert set(scenario.xfail) <= {d for d in Door if scenario.applies(d)}, scenario.name
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_the_dump_sees_every_kind_of_trace(backend: str, doors: Doors) -> None:
+    """The suite's one witness of "changed nothing" notices each kind of write: a run's
+    events and packet, a blob, a setting, a token, and a file beside a SQLite store."""
+    world = doors.get(Door.SDK, backend).world
+    mark = uuid.uuid4().hex
+    writes: list[Callable[[], object]] = [
+        lambda: world.as_worker(world.start(worker="w1").id).heartbeat(note=mark),
+        lambda: world.store.put_blob(mark.encode()),
+        lambda: world.store.put_setting(f"parity.{mark[:8]}", mark),
+        lambda: tokens.issue(world.store, holder=mark, role="viewer", run_id=None, ttl=None,
+                             by="parity")]
+    if backend == "sqlite":
+        writes.append(lambda: (Path(world.url).parent / mark).write_text(mark))
+    for write in writes:
+        before = world.dump()
+        write()
+        assert world.dump() != before
