@@ -137,7 +137,7 @@ CREATE TABLE meta (
     value   text NOT NULL
 );
 
-INSERT INTO meta (name, value) VALUES ('min_writer_version', '10');
+INSERT INTO meta (name, value) VALUES ('min_writer_version', '12');
 
 -- The HTTP API's bearer tokens: only a hash of each secret, never the secret.
 CREATE TABLE tokens (
