@@ -4,8 +4,8 @@ token actors exist at the token doors only) and can carry its inputs (`TAKES`).
 
 A scenario is (who, what, on which run, with which inputs) and the class every door must
 answer; anything but ok (or a stop hook's answer) must leave the store as it was. Where
-one door answers otherwise today and another engineer is changing that, the row says so
-with a strict xfail: the fix makes it pass, and the lead removes the marker.
+a door answers otherwise and its fix is under way, the row says so with a strict xfail:
+the fix makes it pass, and the marker goes in the same commit.
 """
 
 from __future__ import annotations
