@@ -358,15 +358,14 @@ def _retargeted(packet: Packet, event: Event) -> Packet:
     assert isinstance(data, Retargeted)
     if data.target is None and data.notify is None:
         raise InvalidInput("retarget names neither a target nor a notify",
-                           hint=f"waypost retarget {packet.id} URI [--notify URI]")
+                           steps=[step("retarget", packet.id, why="name where it goes")])
     target = packet.target if data.target is None else _require_text(data.target, "target")
     notify = packet.notify if data.notify is None else _require_text(data.notify, "notify")
     if (target, notify) == (packet.target, packet.notify):
         raise InvalidInput(
             f"retarget changes nothing: {packet.id} already goes to {packet.target}"
             + (f" (notify {packet.notify})" if packet.notify else ""),
-            hint=f"to send the same delivery again: waypost unblock {packet.id} BLOCKER "
-            "--resolution TEXT")
+            steps=[step("unblock", packet.id, why="to send the same delivery again")])
     return msgspec.structs.replace(packet, target=target, notify=notify)
 
 

@@ -11,7 +11,7 @@ from datetime import datetime
 
 import msgspec
 
-from waypost.errors import Conflict, RuleViolation
+from waypost.errors import Conflict, RuleViolation, step
 from waypost.events import (
     Approved,
     BlockerOpened,
@@ -98,8 +98,8 @@ def refuse_leased(row: Delivery, now: datetime) -> None:
         raise Conflict(
             f"{row.key} is being sent to {row.target} now by {row.lease_owner} (lease until "
             f"{until}): a relay is sending it now, so it was not changed",
-            hint=f"wait for that attempt to end, then try again; see it with: waypost show "
-            f"{row.run_id}")
+            hint="wait for that attempt to end, then try again",
+            steps=[step("read", row.run_id, why="see it")])
 
 
 def refuse_unknown(row: Delivery, target: str, accept_duplicate: bool, now: datetime) -> None:
