@@ -40,6 +40,8 @@ DURATION_HINT = "write e.g. 90s, 5m, 2h, 1h30m or 7d"
 
 def _text_seconds(text: str, flag: str) -> float:
     value = text.strip().lower()
+    if not value.isascii():  # digits of other scripts: the number rules take ASCII alone
+        raise InvalidInput(f"{flag}: bad duration {text!r}", hint=DURATION_HINT)
     try:
         return float(value)
     except ValueError:

@@ -113,6 +113,18 @@ def test_the_cli_adds_shows_refuses_and_adopts(cli: Cli, tmp_path: Path) -> None
     assert cli.ok("verify", run) == "ok: 1 run(s) verified"
 
 
+def test_the_cli_adds_an_optional_gate_as_optional(cli: Cli, tmp_path: Path) -> None:
+    """`--optional` is what it says: the gate is recorded as not required, and a gate
+    added without it is required."""
+    cli.ok("init")
+    run = started(str(cli.store), tmp_path)
+    cli.ok("gate", "add", run, "lint=artifact:report.md", "--optional")
+    cli.ok("gate", "add", run, "docs=artifact:report.md")
+    shown = cli("show", run, "--json").json()
+    assert (gate_of(shown, "lint")["required"], gate_of(shown, "docs")["required"]) == (
+        False, True)
+
+
 # --- the HTTP API -------------------------------------------------------------------------
 
 

@@ -346,6 +346,9 @@ REFUSALS = (
     apply_refusal("authority._check_worker: an old lease epoch", reclaimed, Heartbeat(),
                   StaleLease, "w1 wrote to wp_test with lease epoch 1",
                   "the current epoch is 2", actor="w1", epoch=1),
+    apply_refusal("authority._check_worker: an epoch ahead of the lease", run, Heartbeat(),
+                  StaleLease, "w1 wrote to wp_test with lease epoch 2",
+                  "the current epoch is 1", actor="w1", epoch=2),
     apply_refusal("authority._check_worker: the owner's heartbeat", run, Heartbeat(),
                   StaleLease, "alice (the owner) may not heartbeat wp_test while w1 holds "
                   "the lease (epoch 1)"),
