@@ -1,6 +1,7 @@
 """One rule for numbers at every door (`waypost.inputs`, `waypost.durations`): a boolean is
-not a number, and only ASCII digits are digits, so `True` is no epoch and `١٠m` or `１`
-are refused in the same words as any other bad number."""
+not a number, and only ASCII digits are digits, so `True` is no epoch and a duration or a
+number written in Arabic-Indic, Devanagari or full-width digits is refused in the same
+words as any other bad number."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ def test_a_boolean_is_no_whole_number(value: bool) -> None:
         inputs.row_limit(value)
 
 
-@pytest.mark.parametrize("text", ["１", "٠.٥", "१"])
+@pytest.mark.parametrize("text", ["\uff11", "\u0660.\u0665", "\u0967"])
 def test_digits_of_other_scripts_are_no_number(text: str) -> None:
     with pytest.raises(InvalidInput, match="finite number"):
         inputs.finite(text, "progress", low=0, high=1)
@@ -27,7 +28,7 @@ def test_digits_of_other_scripts_are_no_number(text: str) -> None:
         inputs.epoch(text)
 
 
-@pytest.mark.parametrize("text", ["١٠m", "１０s", "１h"])
+@pytest.mark.parametrize("text", ["\u0661\u0660m", "\uff11\uff10s", "\uff11h"])
 def test_a_duration_in_other_scripts_digits_is_refused(text: str) -> None:
     with pytest.raises(InvalidInput, match="bad duration"):
         parse_duration(text, "--max-silence")
