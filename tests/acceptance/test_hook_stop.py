@@ -195,3 +195,21 @@ def test_input_that_never_ends_is_a_block_within_the_wait(project: Path) -> None
     said = json.loads(proc.stdout)
     assert said["decision"] == "block"
     assert "did not end within" in said["reason"]
+
+
+def test_a_stop_let_through_starts_the_count_over(project: Path) -> None:
+    """One refusal, then a stop let through (the run waits on its owner), then refusable
+    again: it takes `cap` refusals in a row again before the agent is let go."""
+    run = started(project)
+    assert hook(project, stop_input(), "--cap", "2")[1] is not None  # refused: 1 of 2
+    _, blocker = act(project, run.id, "w1", "block", waypost.BlockerKind.MISSING_INPUT,
+                     "the staging key")
+    assert hook(project, stop_input(), "--cap", "2") == (0, None)  # let through
+    act(project, run.id, "alice", "unblock", blocker, "here it is")
+    assert [hook(project, stop_input(), "--cap", "2")[1] is not None for _ in range(2)] == [
+        True, True]  # refused twice again: the count started over
+    assert hook(project, stop_input(), "--cap", "2") == (0, None)  # the third: let go
+    with open_store(str(project / ".waypost" / "waypost.db")) as store:
+        packet = store.get(run.id)
+    (cap_blocker,) = packet.open_blockers
+    assert cap_blocker.detail.startswith("waypost hook: the agent was refused a stop 2 times")

@@ -430,3 +430,25 @@ def test_a_viewer_attaches_no_session_to_a_named_run(project: Project) -> None:
     blocks(project.http(claude(session="worker-session"), token=viewer, run=run))
     with waypost.open_store(project.store_url) as store:
         assert store.session_run("worker-session") is None
+
+
+def test_a_token_that_may_not_read_the_run_is_told_nothing_of_it_at_start_or_prompt(
+        project: Project) -> None:
+    """A session attached to run A; a token scoped to another run asks for the session's
+    context: it is told it may not read the run, and nothing of A (id, title, state)."""
+    with waypost.open_store(project.store_url) as store:
+        run, _ = waypost.start(store, "Rotate the staging keys", actor="alice", owner="alice",
+                               target="none:", worker="w1", session=SESSION)
+    other = project.start(session="other-session")
+    scoped = {"worker": issue(project.store_url, "w1", "worker", run_id=other),
+              "viewer": issue(project.store_url, "bob", "viewer", run_id=other)}
+    asked = {"session-start": claude("SessionStart", source="startup"),
+             "user-prompt-submit": claude("UserPromptSubmit", prompt="go on")}
+    for who, token in scoped.items():
+        for event, data in asked.items():
+            said = json.dumps(project.http(data, event, token=token))
+            assert "may not read this session's run" in said, (who, event, said)
+            for secret in (run.id, "Rotate the staging keys", "in_progress"):
+                assert secret not in said, (who, event, secret, said)
+    told = project.http(asked["session-start"], "session-start")  # w1's own token may read
+    assert run.id in json.dumps(told)

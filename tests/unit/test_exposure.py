@@ -10,10 +10,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.unit.test_access import packet_of
+from tests.unit.test_access import AT, packet_of
 from waypost.core.exposure import LOCAL, Exposure, check_outbound, facing_network
+from waypost.core.history import make_event
+from waypost.core.machine import apply
 from waypost.errors import NotAuthorized, Refused, WaypostError, step
-from waypost.model import Gate
+from waypost.events import ArtifactRecorded
+from waypost.model import Artifact, ArtifactRole, Gate, Packet
 
 CLOSED = facing_network(allow_exec=False, outbound=())
 OPEN = facing_network(allow_exec=True, outbound=("example.org",))
@@ -128,3 +131,26 @@ def test_an_allowed_url_is_one_an_http_client_sends_to_the_allowed_host(
         except httpx.InvalidURL:
             continue  # no client sends it anywhere
         assert parsed.host == allowed, url
+
+
+def with_artifact(packet: Packet, artifact: Artifact) -> Packet:
+    return apply(packet, make_event(packet, packet.id, ArtifactRecorded(artifact=artifact),
+                                    actor="worker-1", at=AT))
+
+
+@pytest.mark.parametrize("spec", ["grep:x:notes.txt", "grep!:x:notes.txt"])
+def test_a_remote_grep_behind_a_reference_artifact_needs_allow_exec(spec: str) -> None:
+    """A URL artifact has no stored copy: a grep of its name would read the server's file
+    of that name, so it is refused without --allow-exec; a stored artifact's copy is not."""
+    packet = packet_of(owner="alice")
+    reference = with_artifact(packet, Artifact(
+        name="notes.txt", role=ArtifactRole.OTHER, url="https://example.org/notes.txt",
+        recorded_at=AT, recorded_by="worker-1"))
+    with pytest.raises(Refused, match="nothing runs on this server"):
+        CLOSED.check_check(spec, reference)
+    OPEN.check_check(spec, reference)
+    LOCAL.check_check(spec, reference)
+    stored = with_artifact(packet, Artifact(
+        name="notes.txt", role=ArtifactRole.OTHER, sha256="0" * 64, bytes=1, stored=True,
+        recorded_at=AT, recorded_by="worker-1"))
+    CLOSED.check_check(spec, stored)
