@@ -149,3 +149,25 @@ def test_a_remote_grep_of_a_reference_artifact_needs_allow_exec(tmp_path: Path,
             assert "nothing runs on this server" in refusal.text, who
     with open_store(url) as store:
         assert recorded(store, run.id) == before
+
+
+
+def test_the_cli_reads_waypost_epoch_for_a_verb_without_the_option(cli: Cli) -> None:
+    """`WAYPOST_EPOCH` is read by every verb, those without an `--epoch` option too (`gate
+    adopt`): a value that is no epoch is bad input naming the variable, and leaves no
+    trace; without it the same verb writes."""
+    cli.ok("init")
+    with open_store(str(cli.store)) as store:
+        run, _ = waypost.start(store, "Fence by the environment", actor="alice",
+                               owner="alice", target="none:", kind=Kind.LONG_RUNNING,
+                               max_silence=3600, worker="w1")
+        worker = waypost.Run(store, run.id, actor="w1")
+        worker.claim()
+        worker.add_gate("lint", "command:true")
+        before = recorded(store, run.id)
+    bad = cli("gate", "adopt", run.id, "lint", "--json", epoch=0)
+    assert (bad.code, bad.error()["code"]) == (2, "invalid_input")
+    assert "WAYPOST_EPOCH" in bad.error()["message"]
+    with open_store(str(cli.store)) as store:
+        assert recorded(store, run.id) == before
+    cli.ok("gate", "adopt", run.id, "lint")
