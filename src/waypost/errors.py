@@ -45,6 +45,9 @@ NEEDS: Final[Mapping[str, tuple[str, ...]]] = {
     "changes": ("reason",), "cancel": ("reason",), "retarget": ("target",),
     "transfer": ("authority", "to"), "artifact": ("name", "content"),
     "evidence": ("command",), "add_gate": ("name", "check"), "adopt_gate": ("name",)}
+# Arguments that are a switch: given as "true", a boolean field in a structured request
+# and a bare --flag on the command line.
+FLAGS: Final = frozenset({"accept_duplicate"})
 _FIELDS: Final = ("verb", "run", "args", "fill", "actor", "why")
 
 
@@ -80,7 +83,8 @@ class Step:
         """The step as the fields of a structured request (a tool call, a JSON body) and
         the fields to fill in: a command as a one-item list, a waiver as `waivers: {gate:
         reason}` (its reason empty while to be filled in: an empty one is refused)."""
-        given: dict[str, Any] = dict(self.args)
+        given: dict[str, Any] = {name: value == "true" if name in FLAGS else value
+                                 for name, value in self.args.items()}
         if self.verb == "approve":
             if "gate" in given:
                 given = {"waivers": {given.pop("gate"): given.pop("reason", "")}} | given

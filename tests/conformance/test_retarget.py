@@ -24,6 +24,7 @@ from waypost.events import Retargeted
 from waypost.model import Delivery, DeliveryStatus, Purpose, State
 from waypost.store import Store
 from waypost.usecases import retarget, runs, starting
+from waypost.usecases.commands import command
 
 LEASE = 60.0
 
@@ -151,7 +152,11 @@ def test_an_unknown_outcome_moves_only_with_a_duplicate_accepted(
     before = (store.get(run_id).version, row)
     with pytest.raises(RuleViolation, match=r"outcome of an attempt .* is unknown") as refused:
         _owner(store, run_id, clock).retarget("file:new.md")
-    assert "--accept-duplicate" in refused.value.hint
+    assert refused.value.hint_with(command).endswith(
+        f"if a duplicate is acceptable: waypost retarget {run_id} file:new.md "
+        "--accept-duplicate; or let the relay retry the same target: waypost deliver --once")
+    [retarget, _] = refused.value.steps
+    assert retarget.fields() == ({"target": "file:new.md", "accept_duplicate": True}, [])
     _unchanged(store, run_id, before)
 
     packet = _owner(store, run_id, clock).retarget("file:new.md", accept_duplicate=True)

@@ -113,8 +113,9 @@ def refuse_unknown(row: Delivery, target: str, accept_duplicate: bool, now: date
         f"{row.key} may already have reached {row.target}: the outcome of an attempt{said} "
         "is unknown (it timed out or lost the connection after sending), so a new target "
         "could deliver the result twice",
-        hint=f"if a duplicate is acceptable: waypost retarget {row.run_id} {target} "
-        "--accept-duplicate; or let the relay retry the same target: waypost deliver --once")
+        steps=[step("retarget", row.run_id, why="if a duplicate is acceptable", target=target,
+                    accept_duplicate="true"),
+               step("deliver", why="or let the relay retry the same target")])
 
 
 def settle_final(row: Delivery, item: OutboxItem) -> Delivery | None:

@@ -10,7 +10,7 @@ import shlex
 from collections.abc import Iterator
 from typing import Final
 
-from waypost.errors import Step
+from waypost.errors import FLAGS, Step
 
 # the CLI's own name for a shared verb, where it differs
 WORDS: Final = {"read": "show", "list": "ls", "artifact": "artifact add",
@@ -60,6 +60,10 @@ def _arguments(step: Step) -> Iterator[str]:
     for name in [n for n in first if n in named]:
         yield _value(step, name)
     for name in dict.fromkeys(n for n in named if n not in first):
+        if name in FLAGS:  # a switch: named when on, left out otherwise
+            if step.args.get(name) == "true":
+                yield f"--{name.replace('_', '-')}"
+            continue
         yield f"--{name.replace('_', '-')} {_value(step, name)}"
 
 
