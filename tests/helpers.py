@@ -18,6 +18,8 @@ from typing import Any
 import pytest
 
 from waypost.cli import main
+from waypost.model import to_json
+from waypost.store import Store
 
 
 class FakeClock:
@@ -119,3 +121,8 @@ def dump_store(path: Path) -> StoreDump:
                 for t in tables}
     finally:
         db.close()
+
+
+def recorded(store: Store, run_id: str) -> tuple[bytes, bytes]:
+    """The run's packet and events as stored: a refusal must leave both as they were."""
+    return to_json(store.get(run_id)), to_json(store.events(run_id))

@@ -25,9 +25,10 @@ import waypost
 from tests import pg
 from tests.board_support import serving as serving_board
 from tests.helpers import Cli
+from tests.helpers import recorded as run_recorded
 from tests.http_support import Api, issue, serving
 from tests.integration.test_mcp import call, refused
-from waypost.model import Gate, to_json
+from waypost.model import Gate
 from waypost.store import open_store
 from waypost.usecases import runs, starting
 
@@ -67,7 +68,7 @@ def to_review(url: str, run: str, tmp_path: Path) -> None:
 def recorded(url: str, run: str) -> tuple[bytes, bytes]:
     """The run's packet and events as stored: a refusal must leave both as they were."""
     with open_store(url) as store:
-        return to_json(store.get(run)), to_json(store.events(run))
+        return run_recorded(store, run)
 
 
 def gate_of(packet: dict[str, Any], name: str) -> dict[str, Any]:

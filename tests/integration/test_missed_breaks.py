@@ -12,19 +12,14 @@ from pathlib import Path
 import pytest
 
 import waypost
-from tests.helpers import Cli, FakeClock
+from tests.helpers import Cli, FakeClock, recorded
 from tests.http_support import Api, issue, serving
 from waypost.durations import utcnow
 from waypost.errors import NotAuthorized, StaleLease
-from waypost.model import Gate, Kind, to_json
+from waypost.model import Gate, Kind
 from waypost.store import Store, open_store
 
 REPORT = "# Report\n\nThe race is fixed: the session is created before the redirect now.\n"
-
-
-def recorded(store: Store, run_id: str) -> tuple[bytes, bytes]:
-    """The run's packet and events as stored: a refusal must leave both as they were."""
-    return to_json(store.get(run_id)), to_json(store.events(run_id))
 
 
 # --- a review by anyone but the owner runs no gate --------------------------------------------
