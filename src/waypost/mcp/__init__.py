@@ -3,6 +3,7 @@ like `waypost.cli`. Needs the `mcp` extra (`pip install 'waypost[mcp]'`); import
 package alone loads nothing of it, so the CLI can name the verb without paying for the SDK.
 
     server.py   the server: its tools and resources, and the stdio runner
+    stdio.py    every line over stdio answered: the ones the SDK cannot decode with an error
     http.py     the same server over streamable HTTP, each call as its bearer token's holder
     worker.py   the worker's tools (start, status, heartbeat, block, unblock, ready, resume)
     outputs.py  the worker's durable outputs and proof (artifacts, evidence)

@@ -9,6 +9,7 @@ from mcp.server import MCPServer
 from mcp.server.lowlevel.helper_types import ReadResourceContents
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.server.stdio import stdio_server
 from mcp.types import CallToolResult, InputRequiredResult
 from pydantic import AnyUrl
 
@@ -17,6 +18,7 @@ from waypost.errors import InvalidInput, WaypostError
 from waypost.mcp import gates, owner, worker
 from waypost.mcp.answers import call_text
 from waypost.mcp.session import CALL, OPERATION_OF_TOOL, Call, Session
+from waypost.mcp.stdio import Answering
 from waypost.model import TERMINAL, Grant, State, to_json
 
 GRANT_KEY = "waypost.grant"  # where the HTTP gate leaves the request's grant in its scope
@@ -60,6 +62,13 @@ class WaypostServer(MCPServer):
             return await super().read_resource(uri, context)
         finally:
             CALL.reset(token)
+
+    async def run_stdio_async(self) -> None:
+        """The SDK's stdio transport, every line it cannot read answered (`stdio`)."""
+        async with stdio_server() as (read, write):
+            lowlevel = self._lowlevel_server
+            await lowlevel.run(Answering(read, write), write,
+                               lowlevel.create_initialization_options())
 
 
 def _grant(context: Context[Any, Any] | None) -> Grant | None:
