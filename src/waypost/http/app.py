@@ -21,7 +21,7 @@ from waypost.http.api_commands import CommandsController
 from waypost.http.api_files import ArtifactsController
 from waypost.http.api_hooks import claude_hook
 from waypost.http.api_runs import RunsController, a2a_task
-from waypost.http.docs import PlainDocs
+from waypost.http.docs import PlainDocs, plain_values
 from waypost.http.errors import HANDLERS
 from waypost.http.settings import ServerConfig
 from waypost.store import Store, open_store
@@ -62,6 +62,7 @@ def create_app(config: ServerConfig, *, store: Store | None = None) -> Litestar:
         state=State({"config": config, **({"store": store} if store is not None else {})}),
     )
     closed_bodies(app)
+    plain_values(app.openapi_schema)
     return app
 
 
