@@ -1,6 +1,8 @@
 """The API's OpenAPI document, as a real server serves it: /schema/openapi.json and
 /schema/openapi.yaml are one document, each read by a plain JSON or a safe YAML reader,
-and each valid for an independent validator (openapi-spec-validator)."""
+and each valid for an independent validator (openapi-spec-validator). What a route
+answers is listed there: a start repeated under the same Idempotency-Key answers 200, and
+that answer fits the schema the document gives it."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import httpx
+import jsonschema
 import pytest
 import yaml
 from openapi_spec_validator import OpenAPIV31SpecValidator, validate
@@ -45,3 +48,28 @@ def test_the_yaml_document_is_the_json_one_read_by_a_safe_reader(
     read = yaml.safe_load(answer.text)
     validate(read, cls=OpenAPIV31SpecValidator)
     assert read == document
+
+
+def answer_schema(document: dict[str, Any], path: str, method: str,
+                  status: int) -> dict[str, Any]:
+    """The schema the document gives a route's answer of `status`, its references
+    resolved against the whole document."""
+    responses = document["paths"][path][method]["responses"]
+    assert str(status) in responses, f"{method.upper()} {path} never answers {status}, it says"
+    schema = responses[str(status)]["content"]["application/json"]["schema"]
+    return {**schema, "components": document["components"]}
+
+
+def test_a_repeated_idempotency_key_answers_200_as_documented(
+        owner: Api, document: dict[str, Any]) -> None:
+    responses = document["paths"]["/api/runs"]["post"]["responses"]
+    assert {"200", "201"} <= responses.keys()
+    key = {"Idempotency-Key": "openapi-200"}
+    body = {"title": "Deploy", "target": "none:"}
+    first = owner.post("/api/runs", body, headers=key)
+    again = owner.post("/api/runs", body, headers=key)
+    assert (first.status_code, again.status_code) == (201, 200), again.text
+    assert again.json()["created"] is False
+    for answer in (first, again):
+        schema = answer_schema(document, "/api/runs", "post", answer.status_code)
+        jsonschema.Draft202012Validator(schema).validate(answer.json())

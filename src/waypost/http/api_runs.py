@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from litestar import Controller, Response, get, post
+from litestar.openapi.datastructures import ResponseSpec
 from litestar.params import HeaderParameter, JSONBody, PathParameter, QueryParameter
 
 from waypost.http import operations as ops
@@ -14,6 +15,11 @@ from waypost.http.deps import CallerDep, ConfigDep, StoreDep
 from waypost.http.errors import ERRORS
 from waypost.model import Packet, State
 
+# the document's answers of a start: 201 (the route's own), its errors, and the 200 of a
+# repeated Idempotency-Key
+AGAIN = {**ERRORS, 200: ResponseSpec(shapes.Started, generate_examples=False, description=(
+    "The Idempotency-Key found the run an earlier request started: that run, "
+    "`created: false`."))}
 RunId = Annotated[str, PathParameter(max_length=64, description="The run's id (wp_…).")]
 Limit = Annotated[int, QueryParameter(ge=1, le=ops.MAX_PAGE, description="Rows per page.")]
 
@@ -35,7 +41,7 @@ class RunsController(Controller):
         return ops.list_runs(store, caller, states=states or (), owner=owner, cursor=cursor,
                              limit=limit)
 
-    @post("/", sync_to_thread=True, responses=ERRORS, status_code=201,
+    @post("/", sync_to_thread=True, responses=AGAIN, status_code=201,
           summary="Start a run (201; 200 when the Idempotency-Key found an earlier one)")
     def start(
         self, store: StoreDep, caller: CallerDep, config: ConfigDep,
