@@ -149,6 +149,32 @@ def test_a_commit_status_per_gate_and_for_the_run_linking_to_the_board(
     assert packet.receipt.assurance is DeliveryAssurance.UPSERT
 
 
+def test_a_skipped_gate_is_no_success_on_the_commit(
+        db: Store, clock: FakeClock, github: FakeGitHub) -> None:
+    """README, GitHub: a gate that did not run (the worker's gate the owner never adopted:
+    review records it skipped) is posted as `failure`, saying it was skipped; the owner's
+    gate that ran and passed is `success`."""
+    run, _ = starting.start(db, "Fix it", actor="alice", owner="alice",
+                            target=f"github-status:{REPO}@{SHA}", kind=Kind.LONG_RUNNING,
+                            max_silence=3600, gates=[starting.parse_gate("tests=command:true")],
+                            clock=clock)
+    worker = runs.Run(db, run.id, actor="w1", clock=clock)
+    worker.claim()
+    worker.add_gate("lint", "command:true")
+    worker.record_command(["true"])
+    worker.ready(PRIVATE, public_summary=PUBLIC)
+    owner = runs.Run(db, run.id, actor="alice", clock=clock)
+    owner.review()
+    owner.approve(waivers={"lint": "the worker's gate; CI runs lint"})
+    drain_until_settled(relay(db, clock, github), clock)
+    latest = {s["context"]: s for s in github.statuses[(REPO, SHA)]}
+    assert latest["waypost/lint"]["state"] == "failure"
+    assert latest["waypost/lint"]["description"].startswith("skipped: ")
+    assert latest["waypost/tests"]["state"] == "success"
+    assert latest["waypost/run"]["state"] == "success"
+    assert db.get(run.id).state is State.DELIVERED
+
+
 def test_a_retry_after_header_is_respected(db: Store, clock: FakeClock,
                                           github: FakeGitHub) -> None:
     approved_run(db, clock, target=f"github:{REPO}#4")

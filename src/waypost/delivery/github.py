@@ -174,6 +174,14 @@ class GitHubStatusTarget(_GitHub):
 NOTICE_STATES = {"delivery_failed": "error"}  # every other notice: still pending
 
 
+def gate_state(verdict: str) -> str:
+    """A gate's commit status: `success` for a passed gate only. A skipped gate did not
+    run, and a skipped check is not a passed one: `failure`, its description saying
+    "skipped" and why (GitHub's statuses have no neutral state, and `pending` would wait
+    on the final delivery for a check that will never come)."""
+    return "success" if verdict == "passed" else "failure"
+
+
 def status_plan(doc: dict[str, Any]) -> list[tuple[str, str, str]]:
     """(context, state, description) to post, `waypost/run` last."""
     data = doc["data"]
@@ -181,9 +189,7 @@ def status_plan(doc: dict[str, Any]) -> list[tuple[str, str, str]]:
     if doc["type"] == "final":
         latest = {e["gate"]: e for e in data["evidence"] if e.get("gate")}
         for gate, evidence in sorted(latest.items()):
-            state = {"passed": "success", "failed": "failure"}.get(evidence["verdict"],
-                                                                    "success")
-            plan.append((f"waypost/{gate}", state,
+            plan.append((f"waypost/{gate}", gate_state(evidence["verdict"]),
                          _short(f"{evidence['verdict']}: {evidence['summary']}")))
         plan.append(("waypost/run", "success",
                      _short(data.get("public_summary") or f"{data['title']}: delivered")))
