@@ -21,7 +21,7 @@ from anyio.from_thread import BlockingPortal, start_blocking_portal
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.types import CallToolResult, TextContent
+from mcp.types import INVALID_REQUEST, PARSE_ERROR, CallToolResult, TextContent
 
 from .driver import (
     ARTIFACT,
@@ -91,6 +91,28 @@ def _listening(process: subprocess.Popen[bytes], log: Path) -> str:
         time.sleep(0.05)
 
 
+RAW_OPENING: Final = (
+    '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18",'
+    '"capabilities":{},"clientInfo":{"name":"parity-raw","version":"1"}}}',
+    '{"jsonrpc":"2.0","method":"notifications/initialized"}')
+RAW_PING_ID: Final = 3
+RAW_PING: Final = f'{{"jsonrpc":"2.0","id":{RAW_PING_ID},"method":"ping"}}'
+RAW_ANSWER_BYTES: Final = 1 << 20
+
+
+def line_class(answers: dict[object, Any]) -> Cls:
+    """A raw line's outcome: JSON-RPC's error for a line it could not read (id null:
+    parse error or invalid request) is invalid; a tool's answer is the tool's class. The
+    ping after it must be answered either way: a server that stops serving fails."""
+    assert "result" in answers.get(RAW_PING_ID, {}), f"no answer to the ping: {answers}"
+    if None in answers:
+        code = answers[None]["error"]["code"]
+        assert code in (PARSE_ERROR, INVALID_REQUEST), f"a JSON-RPC error {code} for a line"
+        return Cls.INVALID
+    assert 2 in answers, "the server dropped the line without an answer"
+    return mcp_class(CallToolResult.model_validate(answers[2]["result"]))
+
+
 def mcp_number(number: Hostile) -> object:
     """The number as JSON holds it (what the official client sends)."""
     return json.loads(number.json)
@@ -129,6 +151,9 @@ class McpStdioDoor(Driver):
                 yield session
 
     def tool(self, call: Call, tool: str, **arguments: Any) -> Cls:
+        given = call.hostile("line")
+        if given is not None:
+            return line_class(self.portal.call(self._raw, call, tool, given))
         session = self.session(call.actor)
         result = self.portal.call(self._bounded, session, tool, arguments)
         return mcp_class(result)
@@ -140,6 +165,36 @@ class McpStdioDoor(Driver):
 
         with anyio.fail_after(CALL_WAIT):
             return await session.call_tool(name, arguments)
+
+    async def _raw(self, call: Call, tool: str, given: Hostile) -> dict[object, Any]:
+        """The answers, by id, of a fresh server as the actor, on a pipe of its own, to a
+        call of `tool` with `given` as its arguments, written raw (the official client
+        cannot write what it would never send), then a ping on the same pipe."""
+        import anyio
+        from anyio.streams.buffered import BufferedByteReceiveStream
+
+        name = call.name
+        argv = [sys.executable, "-m", "waypost", "mcp", "--store", self.world.url, "--as", name]
+        lines = [*RAW_OPENING, '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":'
+                 f'{{"name":{json.dumps(tool)},"arguments":{given.json}}}}}', RAW_PING]
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+        answers: dict[object, Any] = {}
+        with anyio.fail_after(CALL_WAIT), \
+                (self.world.folder / f"mcp-{name}-raw.log").open("a") as errlog:
+            async with await anyio.open_process(argv, env=env, stderr=errlog,
+                                                cwd=self.world.folder) as server:
+                assert server.stdin is not None
+                assert server.stdout is not None
+                await server.stdin.send("".join(f"{each}\n" for each in lines).encode())
+                read = BufferedByteReceiveStream(server.stdout)
+                for _ in range(len(lines)):  # at most one answer a line
+                    answer = json.loads(await read.receive_until(b"\n", RAW_ANSWER_BYTES))
+                    answers[answer.get("id")] = answer
+                    if RAW_PING_ID in answers:
+                        break
+                await server.stdin.aclose()
+                await server.wait()
+        return answers
 
     def hold(self, ctx: Ctx) -> None:
         """The server holds the epochs of the runs it started or resumed: resume as w1."""

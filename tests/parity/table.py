@@ -17,6 +17,7 @@ from typing import Final
 from .terms import (
     HOSTILE,
     LOCAL_ACTORS,
+    NESTED,
     TOKEN_DOORS,
     Actor,
     Carry,
@@ -64,7 +65,8 @@ TAKES: Final[Mapping[Door, Mapping[str, Carry]]] = {
                      "deadline": Carry.TEXT},
     Door.CLI: {"progress": Carry.TEXT, "epoch": Carry.TEXT, "timeout": Carry.TEXT,
                **_TEXT_DURATIONS},
-    Door.MCP_STDIO: {"progress": Carry.MCP, "timeout": Carry.MCP, **_TEXT_DURATIONS},
+    Door.MCP_STDIO: {"progress": Carry.MCP, "timeout": Carry.MCP, "line": Carry.LINE,
+                     **_TEXT_DURATIONS},
     Door.MCP_HTTP: {"progress": Carry.MCP, "timeout": Carry.MCP, **_TEXT_DURATIONS},
     Door.HTTP: {"progress": Carry.JSON, "epoch": Carry.JSON, **_TEXT_DURATIONS},
 }
@@ -217,6 +219,13 @@ def _hostile_numbers() -> Iterator[Scenario]:
                       args={"epoch": number})
 
 
+def _unreadable_lines() -> Iterator[Scenario]:
+    """A door that reads JSON-RPC lines (MCP stdio) answers a line it cannot decode, nested
+    200,000 deep, with an error (JSON-RPC's parse error: invalid) and serves the next one;
+    the call it could not read changes nothing."""
+    yield natural(Op.HEARTBEAT, Cls.INVALID, prefix="nested_line", args={"line": NESTED})
+
+
 def _remote_callers() -> Iterator[Scenario]:
     """What runs on the machine of the door: at a local door, it runs; a remote caller is
     refused (nothing runs, nothing is stored) unless the server allows exec."""
@@ -293,5 +302,5 @@ def _stops() -> Iterator[Scenario]:
 
 SCENARIOS: Final[tuple[Scenario, ...]] = (
     *_happy(), *_not_the_owner(), *_narrow_tokens(), *_no_live_token(), *_stale_leases(),
-    *_owner_blockers(), *_hostile_numbers(), *_remote_callers(), *_gates(), *_rules(),
-    *_stops())
+    *_owner_blockers(), *_hostile_numbers(), *_unreadable_lines(), *_remote_callers(),
+    *_gates(), *_rules(), *_stops())

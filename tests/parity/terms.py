@@ -163,6 +163,13 @@ HOSTILE: Final = (
 )
 
 
+NESTING: Final = 200_000
+# a value nested 200,000 arrays deep: no door's decoder may recurse into it (the MCP stdio
+# door takes it as a whole line's tool arguments, written raw, as a hostile client does)
+NESTED: Final = Hostile("nested", "[" * NESTING + "]" * NESTING, "[" * NESTING + "]" * NESTING,
+                        None, mcp_sends=False)
+
+
 class Carry(enum.Enum):
     """How a door carries a number it is given."""
 
@@ -171,6 +178,7 @@ class Carry(enum.Enum):
     MCP = "mcp"  # as a JSON number the official MCP client serialises
     FLOAT = "float"  # as a Python float (the library)
     INT = "int"  # as a Python int (the library)
+    LINE = "line"  # in a raw line of JSON-RPC the door reads (MCP stdio), written as is
 
     def carries(self, number: Hostile) -> bool:
         if self is Carry.FLOAT:
