@@ -194,15 +194,22 @@ def test_a_refused_action_shows_the_page_with_the_reason(board: Board) -> None:
 
 
 def test_an_artifact_downloads_as_an_attachment(board: Board) -> None:
-    with board.client(board.viewer) as viewer:
-        page = viewer.get(f"/runs/{board.run}").text
+    with board.client(board.owner) as owner:
+        page = owner.get(f"/runs/{board.run}").text
         link = re.search(r'href="(/runs/[^"]+/artifacts/[^"]+)"', page)
         assert link is not None
-        response = viewer.get(link.group(1))
+        response = owner.get(link.group(1))
     assert response.status_code == 200
     assert response.headers["content-type"] == "application/octet-stream"
     assert response.headers["content-disposition"].startswith("attachment;")
     assert response.content.startswith(b"# Report")
+    with board.client(board.viewer) as viewer:  # README: a viewer gets no artifact bytes
+        page = viewer.get(f"/runs/{board.run}").text
+        assert "report.md" in page
+        assert re.search(r'href="/runs/[^"]+/artifacts/', page) is None
+        refused = viewer.get(link.group(1))
+    assert refused.status_code == 403
+    assert b"# Report" not in refused.content
 
 
 def test_the_open_board_needs_no_token_on_loopback_and_offers_no_action(

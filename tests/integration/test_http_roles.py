@@ -68,15 +68,18 @@ READS = {op.name for op in OPS if op.read}
 WRITES = {op.name for op in OPS if not op.read}
 OWNERS_ONLY = {"review", "approve", "changes", "transfer", "retarget", "cancel", "start",
                "unblock-owners", "adopt-gate"}
+# the bytes of an artifact are for whom sees everything of the run (README, "What each
+# reader sees"): a viewer's, a watcher's or another holder's token reads the public view
+BYTES = {"download"}
 # token -> (holder, role, scoped to the run under test?, other run?), operations refused
 ROLES: dict[str, tuple[tuple[str, str, str | None], set[str]]] = {
-    "viewer": (("bob", "viewer", None), WRITES),
-    "watcher": (("carol", "watcher", None), WRITES),
+    "viewer": (("bob", "viewer", None), WRITES | BYTES),
+    "watcher": (("carol", "watcher", None), WRITES | BYTES),
     "worker": (("worker-1", "worker", "RUN"), OWNERS_ONLY),
     # its listing holds its own run alone (test_a_run_token_lists_its_run_alone)
     "worker-of-another-run": (("worker-1", "worker", "OTHER"), (READS | WRITES) - {"list"}),
     "owner": (("alice", "owner", None), set()),
-    "owner-of-other-runs": (("dave", "owner", None), WRITES - {"start"}),
+    "owner-of-other-runs": (("dave", "owner", None), (WRITES - {"start"}) | BYTES),
 }
 
 

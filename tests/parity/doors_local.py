@@ -15,7 +15,15 @@ from collections.abc import Callable, Iterator, Sequence
 import waypost
 from waypost.cli import main
 from waypost.errors import WaypostError
-from waypost.model import ArtifactRole, Authority, BlockerKind, EvidenceKind, Kind, Verdict
+from waypost.model import (
+    ArtifactRole,
+    Authority,
+    BlockerKind,
+    EvidenceKind,
+    Kind,
+    Verdict,
+    to_json,
+)
 
 from .driver import (
     ARTIFACT,
@@ -31,6 +39,7 @@ from .driver import (
     gate_name,
     number,
     number_text,
+    seen,
     target,
     title,
 )
@@ -135,7 +144,11 @@ class SdkDoor(Driver):
         return sdk_class(lambda: self._run(call).adopt_gate(gate_name(call)))
 
     def read(self, call: Call) -> Cls:
-        return sdk_class(lambda: self._run(call).packet)
+        try:
+            packet = self._run(call).packet
+        except WaypostError as exc:
+            return class_of(type(exc))
+        return seen(to_json(packet).decode())
 
 
 class SdkBlockDoor(Driver):
@@ -302,7 +315,9 @@ class CliDoor(Driver):
         return self._cli(call, "gate", "adopt", call.ctx.run, gate_name(call))
 
     def read(self, call: Call) -> Cls:
-        return self._cli(call, "show", call.ctx.run)
+        code, out, err = run_cli(["show", call.ctx.run, "--json", "--store", self.world.url,
+                                  "--as", call.name])
+        return seen(out) if code == 0 else cli_class(code, err)
 
     def list(self, call: Call) -> Cls:
         return self._cli(call, "ls")

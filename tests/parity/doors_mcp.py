@@ -27,6 +27,7 @@ from .driver import (
     ARTIFACT,
     ERROR_OF_CODE,
     GATE,
+    PUBLIC_SUMMARY,
     RETARGET,
     Driver,
     blocker,
@@ -35,6 +36,7 @@ from .driver import (
     gate_check,
     gate_name,
     number_text,
+    seen,
     target,
     title,
 )
@@ -271,7 +273,27 @@ class McpStdioDoor(Driver):
         return self.tool(call, "adopt_gate", run=call.ctx.run, name=gate_name(call))
 
     def read(self, call: Call) -> Cls:
-        return self.tool(call, "checkpoint_status", run=call.ctx.run)
+        """checkpoint_status; of a `private` run, also its packet and brief resources."""
+        if call.actor in NO_LIVE_TOKEN:
+            return self.tool(call, "checkpoint_status", run=call.ctx.run)
+        session = self.session(call.actor)
+        result = self.portal.call(self._bounded, session, "checkpoint_status",
+                                  {"run": call.ctx.run})
+        text = json.dumps(result.structured_content) + "\n".join(
+            c.text for c in result.content if isinstance(c, TextContent))
+        if result.is_error or PUBLIC_SUMMARY not in text:
+            return mcp_class(result)
+        resources = [self.portal.call(self._resource, session, f"waypost://runs/{call.ctx.run}"
+                                      f"{suffix}") for suffix in ("", "/brief")]
+        return seen(text, *resources)
+
+    @staticmethod
+    async def _resource(session: ClientSession, uri: str) -> str:
+        import anyio
+
+        with anyio.fail_after(CALL_WAIT):
+            found = await session.read_resource(uri)
+        return "\n".join(getattr(c, "text", "") for c in found.contents)
 
     def list(self, call: Call) -> Cls:
         return self.tool(call, "checkpoint_status")

@@ -21,6 +21,7 @@ from .driver import (
     ARTIFACT,
     ERROR_OF_CODE,
     GATE,
+    PUBLIC_SUMMARY,
     RETARGET,
     Driver,
     blocker,
@@ -29,6 +30,7 @@ from .driver import (
     gate_check,
     gate_name,
     number_text,
+    seen,
     target,
     title,
 )
@@ -177,7 +179,19 @@ class HttpDoor(WebDoor):
         return self._command(call, "gates/adopt", {"name": gate_name(call)})
 
     def read(self, call: Call) -> Cls:
-        return _answer(self.http.get(f"/api/runs/{call.ctx.run}", headers=self.headers(call)))
+        """The packet; of a `private` run, also its events, its A2A task and its artifact's
+        bytes (a refusal of the bytes shows nothing of them)."""
+        run, headers = call.ctx.run, self.headers(call)
+        packet = self.http.get(f"/api/runs/{run}", headers=headers)
+        if not packet.is_success or PUBLIC_SUMMARY not in packet.text:
+            return _answer(packet)
+        answers = [self.http.get(path, headers=headers)
+                   for path in (f"/api/runs/{run}/events", f"/a2a/tasks/{run}")]
+        assert all(a.status_code == 200 for a in answers), [a.text for a in answers]
+        download = self.http.get(f"/api/runs/{run}/artifacts/notes.md", headers=headers)
+        assert download.status_code in (200, 403), download.text
+        shown = download.text if download.status_code == 200 else ""
+        return seen(packet.text, *(a.text for a in answers), shown)
 
     def list(self, call: Call) -> Cls:
         return _answer(self.http.get("/api/runs", headers=self.headers(call)))
@@ -240,7 +254,14 @@ class BoardDoor(WebDoor):
         return self._act(call, "adopt", {"gate": gate_name(call)})
 
     def read(self, call: Call) -> Cls:
-        return self._page(call, f"/runs/{call.ctx.run}")
+        """The run page; of a `private` run, also its artifact's download link."""
+        with self._client(call) as client:
+            page = client.get(f"/runs/{call.ctx.run}")
+            if page.status_code != 200 or PUBLIC_SUMMARY not in page.text:
+                return board_class(page)
+            download = client.get(f"/runs/{call.ctx.run}/artifacts/notes.md")
+        assert download.status_code in (200, 403), download.text
+        return seen(page.text, download.text if download.status_code == 200 else "")
 
     def list(self, call: Call) -> Cls:
         return self._page(call, "/")

@@ -27,6 +27,31 @@ ARTIFACT = b"# Notes\n\nThe login race is fixed: the session is created before t
 CHECK = "no-private"  # a check every door runs (nothing on the server's machine)
 
 
+# what the `private` run holds (`world._private`): the marks only its owner, lease holder
+# and transferees may see, and the public summary every reader sees
+PRIVATE_SUMMARY = "PrivateSummaryMark7731"
+SECRET = "sk-live-4f9a8b7c6d5e4f3a2b1c0d9e"  # in w1's heartbeat note, as api_key=...
+OUTPUT = "CommandOutputMark5523"  # a recorded command's output tail
+BYTES = "ArtifactBytesMark9014"  # a stored artifact's bytes
+PUBLIC_SUMMARY = "PublicSummaryMark3380"
+PRIVATE_MARKS = (PRIVATE_SUMMARY, SECRET)  # every door shows both to whom sees all
+NEVER_PUBLIC = (PRIVATE_SUMMARY, SECRET, OUTPUT, BYTES)
+
+
+def seen(*answers: str) -> Cls:
+    """A successful read's class: ok for any run but a `private` one; of that, what the
+    answers (all a door shows of one read) showed: everything, or the public view. An
+    answer that shows some of what is private and hides the rest is a leak, and fails."""
+    text = "\n".join(answers)
+    if PUBLIC_SUMMARY not in text:
+        return Cls.OK
+    if all(mark in text for mark in PRIVATE_MARKS):
+        return Cls.SEES_ALL
+    leaked = [mark for mark in NEVER_PUBLIC if mark in text]
+    assert not leaked, f"a read showed {leaked} of the private view and hid the rest"
+    return Cls.PUBLIC
+
+
 # the exception tree (waypost.errors) as outcome classes, most specific first
 CLASS_OF_ERROR: Final = ((StaleLease, Cls.STALE_LEASE), (Unauthenticated, Cls.UNAUTHENTICATED),
                          (Refused, Cls.REFUSED), (InvalidInput, Cls.INVALID),

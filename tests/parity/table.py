@@ -300,7 +300,20 @@ def _stops() -> Iterator[Scenario]:
         yield Scenario(f"{actor}_ready_stop", Op.STOP, actor, Setup.READY, Cls.GO_ON)
 
 
+def _readers() -> Iterator[Scenario]:
+    """README, what each reader sees: the run's owner and its lease holder see everything
+    at every door; on an authenticated door a viewer's or a watcher's token, or another
+    holder's, sees the public view (no private summary, no secret in a note, no evidence
+    output, no artifact bytes). On a local store the reader is self-asserted: everything."""
+    for actor in (Actor.OWNER, Actor.WORKER, Actor.OWNER_AS_WORKER):
+        yield Scenario(f"{actor}_reads_private", Op.READ, actor, Setup.PRIVATE, Cls.SEES_ALL)
+    yield Scenario("stranger_reads_private", Op.READ, Actor.STRANGER, Setup.PRIVATE,
+                   Cls.SEES_ALL, remote=Cls.PUBLIC)
+    for actor in (Actor.OWNER_AS_VIEWER, Actor.OWNER_AS_WATCHER):
+        yield Scenario(f"{actor}_reads_private", Op.READ, actor, Setup.PRIVATE, Cls.PUBLIC)
+
+
 SCENARIOS: Final[tuple[Scenario, ...]] = (
     *_happy(), *_not_the_owner(), *_narrow_tokens(), *_no_live_token(), *_stale_leases(),
     *_owner_blockers(), *_hostile_numbers(), *_unreadable_lines(), *_remote_callers(),
-    *_gates(), *_rules(), *_stops())
+    *_gates(), *_rules(), *_stops(), *_readers())

@@ -29,6 +29,9 @@ class Cls(enum.StrEnum):
     # rule, kept apart from `refused` so that a door answering 403 for a revoked token shows
     UNAUTHENTICATED = "unauthenticated"
     MAY_STOP = "may_stop"  # a stop hook lets the agent stop
+    # a read of a `private` run (`driver.seen`): what the answer showed of it
+    SEES_ALL = "sees_all"  # the private summary and the note's secret, as stored
+    PUBLIC = "public"  # the public view: neither, nor evidence output or artifact bytes
     GO_ON = "go_on"  # a stop hook refuses the stop: the agent must go on
 
 
@@ -136,6 +139,9 @@ class Setup(enum.StrEnum):
     PERMISSION_BOUNDARY = "permission_boundary"  # blocked by w1's permission_boundary
     DEADLINE_PASSED = "deadline_passed"  # blocked by the watchdog: the deadline passed
     DELIVERY_FAILED = "delivery_failed"  # approved, then the relay gave up: blocked
+    # ready, with a secret in w1's heartbeat note, a private summary, a command's output
+    # and an artifact's bytes that only the owner and the lease holder may see
+    PRIVATE = "private"
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from tests.delivery_support import fast
 from waypost.delivery.base import RecordingTarget
 from waypost.delivery.policy import give_up
 from waypost.delivery.relay import Relay
-from waypost.model import BlockerKind, EvidenceKind, Gate, Kind, Verdict
+from waypost.model import ArtifactRole, BlockerKind, EvidenceKind, Gate, Kind, Verdict
 from waypost.store import open_store
 from waypost.usecases import tokens
 
@@ -199,6 +199,26 @@ def _delivery_failed(world: World, ctx: Ctx, door: Holder) -> Ctx:
     return dataclasses.replace(ctx, blocker=blocker.id)
 
 
+def _private(world: World, ctx: Ctx, door: Holder) -> Ctx:
+    """Ready for review, holding what only the owner and the lease holder may see: a secret
+    in w1's heartbeat note, the private summary, a command's output, an artifact's bytes."""
+    import sys
+
+    from .driver import BYTES, OUTPUT, PRIVATE_SUMMARY, PUBLIC_SUMMARY, SECRET
+
+    ctx = world.working(ctx)
+    worker = world.as_worker(ctx.run, ctx.epoch)
+    worker.heartbeat(note=f"deploying with api_key={SECRET}")
+    half = len(OUTPUT) // 2  # the command's text must not hold what it prints
+    worker.record_command([sys.executable, "-c", f"print('{OUTPUT[:half]}' '{OUTPUT[half:]}')"],
+                          timeout=60)
+    notes = f"# Notes\n\n{BYTES}: the login race is fixed, the session comes first.\n"
+    worker.add_artifact_bytes("notes.md", [notes.encode()], role=ArtifactRole.REPORT,
+                              max_bytes=1 << 20)
+    worker.ready(PRIVATE_SUMMARY, public_summary=PUBLIC_SUMMARY, artifacts=["notes.md"])
+    return ctx
+
+
 BUILDERS: dict[Setup, Callable[[World, Ctx, Holder], Ctx]] = {
     Setup.WORKING: lambda world, ctx, door: world.working(ctx),
     Setup.READY: _ready,
@@ -215,4 +235,5 @@ BUILDERS: dict[Setup, Callable[[World, Ctx, Holder], Ctx]] = {
     Setup.PERMISSION_BOUNDARY: _blocked_by(BlockerKind.PERMISSION_BOUNDARY),
     Setup.DEADLINE_PASSED: _deadline_passed,
     Setup.DELIVERY_FAILED: _delivery_failed,
+    Setup.PRIVATE: _private,
 }

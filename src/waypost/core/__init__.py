@@ -13,6 +13,7 @@ an event and the moments passed in, so it is tested without a database.
     observed.py   the observed view: liveness, watch coverage, delivery, in words
 
     access.py     what a bearer token's role lets its holder ask for
+    readers.py    what each reader of a run sees (everything, or the public view)
     exposure.py   what a remote caller may make the server run, read or reach
     targets.py    what a target or notify URI may be
     receipts.py   what a sent delivery's receipt says

@@ -30,7 +30,7 @@ class RunsController(Controller):
 
     @get("/", sync_to_thread=True, responses=ERRORS, summary="List runs, newest first")
     def list_runs(
-        self, store: StoreDep, caller: CallerDep,
+        self, store: StoreDep, caller: CallerDep, config: ConfigDep,
         states: Annotated[list[State] | None, QueryParameter(
             name="state", max_items=10, description="Only runs in these states.")] = None,
         owner: Annotated[str | None, QueryParameter(max_length=200)] = None,
@@ -39,7 +39,7 @@ class RunsController(Controller):
         limit: Limit = 100,
     ) -> shapes.RunPage:
         return ops.list_runs(store, caller, states=states or (), owner=owner, cursor=cursor,
-                             limit=limit)
+                             limit=limit, project=config.project)
 
     @post("/", sync_to_thread=True, responses=AGAIN, status_code=201,
           summary="Start a run (201; 200 when the Idempotency-Key found an earlier one)")
@@ -56,18 +56,20 @@ class RunsController(Controller):
 
     @get("/{run_id:str}", sync_to_thread=True, responses=ERRORS,
          summary="The packet, with its observed view")
-    def show(self, store: StoreDep, caller: CallerDep, run_id: RunId) -> Packet:
-        return ops.show(store, caller, run_id)
+    def show(self, store: StoreDep, caller: CallerDep, config: ConfigDep,
+             run_id: RunId) -> Packet:
+        return ops.show(store, caller, run_id, project=config.project)
 
     @get("/{run_id:str}/events", sync_to_thread=True, responses=ERRORS,
          summary="The run's events, in order")
     def events(
-        self, store: StoreDep, caller: CallerDep, run_id: RunId,
+        self, store: StoreDep, caller: CallerDep, config: ConfigDep, run_id: RunId,
         after: Annotated[int, QueryParameter(ge=0, le=2**62, description=(
             "Events after this seq (`next_cursor` of the page before).")) ] = 0,
         limit: Limit = 100,
     ) -> shapes.EventPage:
-        return ops.events(store, caller, run_id, after=after, limit=limit)
+        return ops.events(store, caller, run_id, after=after, limit=limit,
+                          project=config.project)
 
     @get("/{run_id:str}/verify", sync_to_thread=True, responses=ERRORS,
          summary="Recompute the hash chain and the fold")
@@ -77,5 +79,6 @@ class RunsController(Controller):
 
 @get("/a2a/tasks/{run_id:str}", sync_to_thread=True, responses=ERRORS, tags=["a2a"],
      summary="The run as an A2A Task")
-def a2a_task(store: StoreDep, caller: CallerDep, run_id: RunId) -> shapes.A2ATask:
-    return ops.a2a_task(store, caller, run_id)
+def a2a_task(store: StoreDep, caller: CallerDep, config: ConfigDep,
+             run_id: RunId) -> shapes.A2ATask:
+    return ops.a2a_task(store, caller, run_id, project=config.project)

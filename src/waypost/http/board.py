@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterable
+from datetime import UTC, datetime
 from typing import Annotated, Any, Final, TypeVar
 from urllib.parse import quote
 
@@ -36,11 +37,10 @@ from waypost.http.board_session import SignIn, Visitor
 from waypost.http.deps import ConfigDep, StoreDep
 from waypost.http.errors import status_of
 from waypost.http.settings import ServerConfig
-from waypost.model import Packet
+from waypost.model import Grant, Packet, Role
 from waypost.store import Store
-from waypost.usecases import tokens
-from waypost.usecases.artifacts import fetch, safe_name
-from waypost.usecases.views import observe_run, observe_runs
+from waypost.usecases import reading, tokens
+from waypost.usecases.artifacts import safe_name
 
 LIST_LIMIT: Final = 1000  # runs on the board, the most recently changed first
 ACTIONS: Final = {"review": Operation.REVIEW, "approve": Operation.APPROVE,
@@ -48,6 +48,9 @@ ACTIONS: Final = {"review": Operation.REVIEW, "approve": Operation.APPROVE,
                   "adopt": Operation.ADOPT_GATE}
 FormData = dict[str, list[str]]
 BodyT = TypeVar("BodyT")
+# the open board's anonymous visitor (`waypost serve --open`), as the read model knows it
+OPEN_BOARD: Final = Grant(id="open-board", holder="open board", role=Role.WATCHER,
+                          created_at=datetime(2000, 1, 1, tzinfo=UTC), created_by="serve")
 RunId = Annotated[str, PathParameter(max_length=64, description="The run's id (wp_…).")]
 ArtifactName = Annotated[str, PathParameter(max_length=1000)]
 Action = Annotated[str, PathParameter(max_length=40)]
@@ -88,8 +91,9 @@ def board_page(request: Request[Any, Any, Any], store: StoreDep,
     now = utcnow()
     scoped = who.grant.run_id if who.grant is not None else None
     listed = [store.get(scoped)] if scoped else store.list_runs(limit=LIST_LIMIT)
-    packets = _visible(who, listed)
-    groups = board_views.board(observe_runs(store, packets, now), now)
+    packets = reading.runs(store, _reader(who), _visible(who, listed), config=config.project,
+                           now=now)
+    groups = board_views.board(packets, now)
     return _html(render("board.html", groups=groups, cursor=cursor, run_id="",
                         visitor=who.label, csrf=who.csrf, error=None,
                         capped=LIST_LIMIT if len(listed) >= LIST_LIMIT else None))
@@ -99,16 +103,20 @@ def board_page(request: Request[Any, Any, Any], store: StoreDep,
 def run_page(request: Request[Any, Any, Any], store: StoreDep, config: ConfigDep,
              run_id: RunId) -> Response[str]:
     who = board_session.visitor(request, store, config)
-    return _html(_run_html(store, who, run_id))
+    return _html(_run_html(store, config, who, run_id))
 
 
-def _run_html(store: Store, who: Visitor, run_id: str,
+def _run_html(store: Store, config: ServerConfig, who: Visitor, run_id: str,
               error: errors.WaypostError | None = None) -> str:
     cursor = store.change_cursor()
-    packet = _readable(store, who, run_id)
+    reader = _reader(who)
+    stored = reading.readable(store, reader, run_id)
+    [packet] = reading.runs(store, reader, [stored], config=config.project)
     now = packet.observed.as_of if packet.observed else utcnow()
-    page = board_views.run_page(packet, store.events(run_id), now,
-                                actions=_allowed_actions(who, packet))
+    page = board_views.run_page(packet,
+                                reading.events(store, reader, run_id, config=config.project),
+                                now, actions=_allowed_actions(who, packet),
+                                downloads=reading.sees_all(reader, stored))
     return render("run.html", page=page, cursor=cursor, run_id=packet.id, visitor=who.label,
                   csrf=who.csrf, error=error_shown(error) if error else None)
 
@@ -118,21 +126,17 @@ def artifact(request: Request[Any, Any, Any], store: StoreDep, config: ConfigDep
              run_id: RunId, name: ArtifactName) -> Response[bytes]:
     """The stored bytes as a download, never shown inline (they are someone's input)."""
     who = board_session.visitor(request, store, config)
-    if who.grant is not None:
-        found, data = operations.artifact(store, who.grant, run_id, name)
-    else:
-        found, data = fetch(store, run_id, name)
+    found, data = reading.artifact(store, _reader(who), run_id, name)
     disposition = (f'attachment; filename="{safe_name(found.name)}"; '
                    f"filename*=UTF-8''{quote(found.name, safe='')}")
     return Response(data, media_type="application/octet-stream",
                     headers={**HEADERS, "Content-Disposition": disposition})
 
 
-def _readable(store: Store, who: Visitor, run_id: str) -> Packet:
-    """The run, as the API's `show` reads it for this token (the open board reads all)."""
-    if who.grant is not None:
-        return operations.show(store, who.grant, run_id)
-    return observe_run(store, store.get(run_id))
+def _reader(who: Visitor) -> access.Caller:
+    """Who reads, for the read model (`usecases.reading`): the token's grant; the open
+    board's anonymous visitor reads as a watcher does (the public view, with liveness)."""
+    return who.grant if who.grant is not None else OPEN_BOARD
 
 
 def _visible(who: Visitor, packets: Iterable[Packet]) -> list[Packet]:
@@ -199,7 +203,7 @@ async def act(request: Request[Any, Any, Any], store: StoreDep, config: ConfigDe
     try:
         await _offload(functools.partial(perform, store, config, who, run_id, action, fields))
     except errors.WaypostError as exc:
-        body = await _offload(functools.partial(_run_html, store, who, run_id, exc))
+        body = await _offload(functools.partial(_run_html, store, config, who, run_id, exc))
         return _html(body, status=status_of(exc))
     return Redirect(f"/runs/{quote(run_id, safe='')}", status_code=303)
 

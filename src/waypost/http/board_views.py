@@ -184,12 +184,15 @@ class RunPage:
     change_requests: tuple[str, ...]
     waivers: tuple[str, ...]
     actions: frozenset[str] = field(default_factory=frozenset)  # what this visitor may do
+    downloads: bool = True  # the visitor may fetch stored artifacts (`usecases.reading`)
 
 
 def run_page(packet: Packet, events: Sequence[Event], now: datetime,
-             actions: Collection[str] = ()) -> RunPage:
+             actions: Collection[str] = (), *, downloads: bool = True) -> RunPage:
     """The run page: `actions` are the owner actions the visitor's token allows (decided by
-    the access rules, not here), narrowed to what the run's state makes possible."""
+    the access rules, not here), narrowed to what the run's state makes possible; the
+    packet and events are as the visitor may see them (`usecases.reading`), and
+    `downloads` whether it may fetch the stored artifacts."""
     result = packet.result
     return RunPage(
         row=row(packet, now), target=one_line(packet.target), outcome=_outcome(packet),
@@ -219,7 +222,7 @@ def run_page(packet: Packet, events: Sequence[Event], now: datetime,
         waivers=tuple(f"gate {one_line(w.gate)} waived by {one_line(w.by)} at {when(w.at)}: "
                       f"{one_line(w.reason)}" for w in
                       (packet.approval.waivers if packet.approval else ())),
-        actions=possible(packet, actions))
+        actions=possible(packet, actions), downloads=downloads)
 
 
 def possible(packet: Packet, allowed: Collection[str]) -> frozenset[str]:

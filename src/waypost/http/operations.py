@@ -8,6 +8,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Iterable, Sequence
 
+from waypost.config import Config
 from waypost.core import access
 from waypost.core.access import Caller, Operation
 from waypost.durations import utcnow
@@ -16,9 +17,10 @@ from waypost.http import shapes
 from waypost.http.settings import ServerConfig
 from waypost.model import Artifact, ArtifactRole, Packet
 from waypost.store.base import Store
-from waypost.usecases import starting
+from waypost.usecases import reading, starting
+from waypost.usecases.reading import NO_CONFIG
 from waypost.usecases.runs import Run
-from waypost.usecases.views import observe_run, observe_runs
+from waypost.usecases.views import observe_run
 
 MAX_PAGE = 500  # rows one page of runs or events holds at most
 
@@ -43,7 +45,7 @@ def moved(store: Store, packet: Packet, *, epoch: int | None = None,
 
 def list_runs(store: Store, caller: Caller, *, states: Sequence[str] = (),
               owner: str | None = None, cursor: str | None = None,
-              limit: int = 100) -> shapes.RunPage:
+              limit: int = 100, project: Config = NO_CONFIG) -> shapes.RunPage:
     """Runs newest first (by id, which is the start order, so a page never repeats or skips
     a run that changed meanwhile); `cursor` is the last id of the page before. A page reads
     its own rows (`Store.runs_page`), however many runs are stored."""
@@ -58,7 +60,7 @@ def list_runs(store: Store, caller: Caller, *, states: Sequence[str] = (),
     else:
         packets = store.runs_page(before=cursor, limit=limit + 1, states=wanted, owner=owner)
     page, more = packets[:limit], len(packets) > limit
-    return shapes.RunPage(runs=observe_runs(store, page, utcnow()),
+    return shapes.RunPage(runs=reading.runs(store, caller, page, config=project, now=utcnow()),
                           next_cursor=page[-1].id if more and page else None)
 
 
@@ -74,16 +76,16 @@ def _readable(store: Store, ids: Sequence[str]) -> list[Packet]:
     return found
 
 
-def show(store: Store, caller: Caller, run_id: str) -> Packet:
-    packet = store.get(run_id)
-    access.check_operation(caller, Operation.READ, packet)
-    return observe_run(store, packet)
+def show(store: Store, caller: Caller, run_id: str, *,
+         project: Config = NO_CONFIG) -> Packet:
+    """The run as the caller may see it (`usecases.reading`: the read model)."""
+    return reading.run(store, caller, run_id, config=project)
 
 
 def events(store: Store, caller: Caller, run_id: str, *, after: int = 0,
-           limit: int = 100) -> shapes.EventPage:
-    show(store, caller, run_id)
-    found = [e for e in store.events(run_id) if e.seq > after]
+           limit: int = 100, project: Config = NO_CONFIG) -> shapes.EventPage:
+    found = [e for e in reading.events(store, caller, run_id, config=project)
+             if e.seq > after]
     page = found[:limit]
     return shapes.EventPage(events=page,
                             next_cursor=page[-1].seq if len(found) > limit else None)
@@ -92,7 +94,7 @@ def events(store: Store, caller: Caller, run_id: str, *, after: int = 0,
 def verify(store: Store, caller: Caller, run_id: str) -> shapes.Verified:
     from waypost.core.history import verify_run
 
-    packet = show(store, caller, run_id)
+    packet = reading.readable(store, caller, run_id)
     try:
         verify_run(run_id, store.events(run_id), store.get(run_id))
     except IntegrityError as exc:
@@ -101,8 +103,8 @@ def verify(store: Store, caller: Caller, run_id: str) -> shapes.Verified:
 
 
 def artifact(store: Store, caller: Caller, run_id: str, name: str) -> tuple[Artifact, bytes]:
-    show(store, caller, run_id)
-    return Run(store, run_id, actor=caller.holder).artifact(name)
+    """The stored bytes, for a reader who sees everything of the run (`usecases.reading`)."""
+    return reading.artifact(store, caller, run_id, name)
 
 
 # --- start ------------------------------------------------------------------------------
@@ -257,8 +259,9 @@ def retarget(store: Store, caller: Caller, config: ServerConfig, run_id: str,
                                      config=config.project))
 
 
-def a2a_task(store: Store, caller: Caller, run_id: str) -> shapes.A2ATask:
+def a2a_task(store: Store, caller: Caller, run_id: str, *,
+             project: Config = NO_CONFIG) -> shapes.A2ATask:
     from waypost.usecases import a2a
 
-    return a2a.task(show(store, caller, run_id))
+    return a2a.task(show(store, caller, run_id, project=project))
 

@@ -98,7 +98,7 @@ def _resources(server: MCPServer, session: Session) -> None:
     from mcp.server.mcpserver.exceptions import ResourceError
 
     from waypost.durations import utcnow
-    from waypost.usecases.views import observe_run, observe_runs
+    from waypost.usecases import reading
 
     def refused(exc: WaypostError) -> ResourceError:
         hint = exc.hint_with(call_text)
@@ -112,7 +112,8 @@ def _resources(server: MCPServer, session: Session) -> None:
             with session.store() as store:
                 found = store.get(run_id)
                 session.permit(packet=found)
-                return to_json(observe_run(store, found)).decode()
+                seen = reading.runs(store, session.grant, [found], config=session.config)
+                return to_json(seen[0]).decode()
         except WaypostError as exc:
             raise refused(exc) from exc
 
@@ -126,7 +127,10 @@ def _resources(server: MCPServer, session: Session) -> None:
             with session.store() as store:
                 packet = store.get(run_id)
                 session.permit(packet=packet)
-                found = handoff.brief(packet, store.events(run_id))
+                found = handoff.brief(
+                    reading.seen_packets(session.grant, [packet], config=session.config)[0],
+                    reading.events(store, session.grant, run_id, config=session.config,
+                                   fold=True))
         except WaypostError as exc:
             raise refused(exc) from exc
         return handoff.brief_text(found, utcnow())
@@ -140,7 +144,8 @@ def _resources(server: MCPServer, session: Session) -> None:
             session.permit(Operation.LIST)
             with session.store() as store:
                 listed = session.visible(store.list_runs(states=active, limit=100))
-                packets = observe_runs(store, listed, utcnow())
+                packets = reading.runs(store, session.grant, listed, config=session.config,
+                                       now=utcnow())
         except WaypostError as exc:
             raise refused(exc) from exc
         return to_json({"runs": packets}).decode()

@@ -127,7 +127,7 @@ def _status(session: Session) -> Any:
 
         def work() -> dict[str, Any]:
             from waypost.mcp.answers import as_json
-            from waypost.usecases.views import observe_runs
+            from waypost.usecases import reading
 
             with session.store() as store:
                 if run is not None:
@@ -140,7 +140,9 @@ def _status(session: Session) -> Any:
                                                                           limit=500))
                                if p.owner == session.actor
                                or (p.worker is not None and p.worker.actor == session.actor)]
-                return {"runs": as_json(observe_runs(store, packets, utcnow())),
+                seen = reading.runs(store, session.grant, packets, config=session.config,
+                                    now=utcnow())
+                return {"runs": as_json(seen),
                         "next": "heartbeat on a run you hold, or resume one left silent"}
 
         return answer("checkpoint_status", work)

@@ -21,6 +21,7 @@ store's one write primitive.
     watchdog.py  the watchdog's sweeps, and a watcher's registration and lease
     tokens.py    bearer tokens for the authenticated doors
     views.py     packets with their observed view, for every reader
+    reading.py   the read model: a run, its events and artifacts as their reader may see them
     a2a.py       a packet as an A2A v1 Task
     commands.py  a refusal's next step as the `waypost` command line a shell user types
 """
