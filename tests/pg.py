@@ -6,6 +6,7 @@ CI (`CI=true`) it fails, so PostgreSQL tests are counted, never silently skipped
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import uuid
@@ -65,3 +66,48 @@ def fresh_schema() -> Iterator[str]:
         yield with_schema(url, schema)
     finally:
         drop_schema(schema)
+
+
+def other_database_url() -> str:
+    """The server's URL with another database than the tests' own (`postgres`, which every
+    cluster has; `template1` when the tests' own is `postgres`)."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(server_url())
+    other = "template1" if parts.path.strip("/") == "postgres" else "postgres"
+    return urlunsplit(parts._replace(path=f"/{other}"))
+
+
+@contextmanager
+def open_transactions(schema: str) -> Iterator[list[int]]:
+    """Other applications' sessions on the same server, each in a transaction that took an
+    id and stays open until the block ends: one in another database; one in the store's
+    database writing a table of its own (outside the store's schema); one in the store's
+    database that, after taking its id, read the store's runs. Yields their ids."""
+    import psycopg
+    from psycopg import sql
+
+    url = require_postgres()
+    with contextlib.ExitStack() as stack:
+        sessions = [stack.enter_context(psycopg.connect(u, autocommit=False))
+                    for u in (other_database_url(), url, url)]
+        sessions[0].execute("SELECT pg_current_xact_id()")
+        sessions[1].execute("CREATE TEMP TABLE other_app (note text)")
+        sessions[1].execute("INSERT INTO other_app VALUES ('kept open')")
+        sessions[2].execute("SELECT pg_current_xact_id()")
+        sessions[2].execute(sql.SQL("SELECT count(*) FROM {}.runs").format(
+            sql.Identifier(schema)))
+        rows = [s.execute("SELECT pg_current_xact_id()::text::bigint").fetchone()
+                for s in sessions]
+        yield [int(row[0]) for row in rows if row is not None]
+        for session in sessions:
+            session.rollback()
+
+
+def still_running(ids: list[int]) -> bool:
+    """Whether every one of these transactions is still in progress."""
+    import psycopg
+
+    with psycopg.connect(server_url(), autocommit=True) as conn:
+        return all(conn.execute("SELECT pg_xact_status(%s::text::xid8)",
+                                (str(i),)).fetchone() == ("in progress",) for i in ids)

@@ -1,20 +1,42 @@
 """The store-wide change feed a board follows: every committed write comes at or past the
-cursor read before it, in commit order, and nothing is ever skipped, on every backend."""
+cursor read before it, in commit order, and nothing is ever skipped, on every backend.
+
+On PostgreSQL every test here runs while other applications' sessions on the same server
+hold transactions open (`pg.open_transactions`): the feed of a store does not depend on
+what else runs on its server."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
+from collections.abc import Iterator
+from typing import Any
 
 import psycopg
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from psycopg import sql
 
 from tests import pg
 from tests.helpers import FakeClock
 from waypost.model import BlockerKind, Kind, Packet
 from waypost.store import Store, open_store
+from waypost.store.postgres.store import PostgresStore
 from waypost.usecases import starting, watchdog
 from waypost.usecases.runs import Run
+
+
+@pytest.fixture(autouse=True)
+def other_sessions(request: pytest.FixtureRequest) -> Iterator[None]:
+    """On a PostgreSQL store, other sessions hold transactions open for the whole test."""
+    store = request.getfixturevalue("store") if "store" in request.fixturenames else None
+    if not isinstance(store, PostgresStore):
+        yield
+        return
+    with pg.open_transactions(store.schema) as ids:
+        yield
+        assert pg.still_running(ids)
 
 
 def _follow(store: Store, cursor: int, *, limit: int = 500) -> tuple[list[Packet], int]:
@@ -119,17 +141,42 @@ def test_concurrent_writers_never_slip_past_a_reader(store: Store) -> None:
     assert latest == {i: store.get(i).version for i in ids}
 
 
-def test_postgres_a_transaction_that_began_first_and_commits_last_is_not_skipped() -> None:
+def test_runs_written_once_each_by_concurrent_writers_all_come(store: Store) -> None:
+    """Each run written once, by writers on other threads, while the board polls: a write
+    in flight as the cursor moves comes all the same (nothing written again saves it)."""
+    workers = [_worker(store, starting.start(store, f"r{i}", actor="alice",
+                                             target="none:")[0].id) for i in range(60)]
+    cursor = store.change_cursor()
+    latest: dict[str, int] = {}
+
+    def write(share: list[Run]) -> None:
+        for run in share:
+            run.block(BlockerKind.MISSING_INPUT, "once")
+
+    threads = [threading.Thread(target=write, args=(workers[n::3],)) for n in range(3)]
+    for t in threads:
+        t.start()
+    while any(t.is_alive() for t in threads):
+        page, cursor = store.changes_since(cursor, limit=1)
+        latest.update((p.id, p.version) for p in page)
+    for t in threads:
+        t.join()
+    page, _ = _follow(store, cursor)
+    latest.update((p.id, p.version) for p in page)
+    assert latest == {w.id: store.get(w.id).version for w in workers}
+
+
+def test_postgres_a_transaction_that_began_first_and_commits_last_is_not_skipped(
+        pg_url: str) -> None:
     """Transaction ids are handed out at the first write, not at commit: a writer that
     took its id first but commits after a later one must still come after the cursor a
     reader took between the two commits."""
-    with pg.fresh_schema() as url, open_store(url) as store:
+    with open_store(pg_url) as store:
+        assert isinstance(store, PostgresStore)
         slow, _ = starting.start(store, "slow", actor="alice", target="none:")
         fast, _ = starting.start(store, "fast", actor="alice", target="none:")
         cursor = store.change_cursor()
-        schema = url.rsplit("schema=", 1)[-1].split("&")[0]
-        with psycopg.connect(pg.server_url(), autocommit=False) as early:
-            early.execute(f"SET search_path TO {schema}")
+        with pg.open_transactions(store.schema), _in_store(store) as early:
             early.execute("UPDATE runs SET change_xid = pg_current_xact_id() WHERE id = %s",
                           (slow.id,))  # takes its id now, commits later
             _worker(store, fast.id)  # a later id, committed at once
@@ -143,6 +190,56 @@ def test_postgres_a_transaction_that_began_first_and_commits_last_is_not_skipped
             cursor = held
         seen, _ = _follow(store, cursor)
         assert {p.id for p in seen} == {slow.id, fast.id}
+
+
+@contextlib.contextmanager
+def _in_store(store: PostgresStore) -> Iterator[psycopg.Connection[Any]]:
+    """A session of its own on the store's schema, in a transaction until it commits."""
+    with psycopg.connect(pg.server_url(), autocommit=False) as conn:
+        conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(store.schema)))
+        conn.commit()
+        yield conn
+
+
+def _xact_id(conn: psycopg.Connection[Any]) -> int:
+    row = conn.execute("SELECT pg_current_xact_id()::text::bigint").fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def test_postgres_only_a_transaction_writing_the_store_holds_the_cursor(pg_url: str) -> None:
+    """Other sessions' open transactions (another database; this one, writing elsewhere or
+    only reading the store) never hold the feed back: a change made while they stay open
+    comes at once and the cursor moves past it. A transaction that wrote or locked rows of
+    any of the store's tables does hold it, whatever it touched first, and what it commits
+    later still comes."""
+    with open_store(pg_url) as store:
+        assert isinstance(store, PostgresStore)
+        first, _ = starting.start(store, "first", actor="alice", target="none:")
+        other, _ = starting.start(store, "other", actor="alice", target="none:")
+        with pg.open_transactions(store.schema) as others:
+            cursor = store.change_cursor()
+            worker = _worker(store, first.id)
+            page, after = store.changes_since(cursor)
+            assert [(p.id, p.version) for p in page] == [(first.id, 2)]
+            assert store.change_cursor() >= after > max(others)  # other commits move it on
+            assert store.changes_since(after)[0] == []
+            for lock in ("SELECT id FROM runs WHERE id = %s FOR UPDATE",
+                         "INSERT INTO settings (name, value) VALUES (%s, 'x')"):
+                with _in_store(store) as writer:
+                    writer.execute(lock, (other.id,))
+                    held = _xact_id(writer)
+                    worker.heartbeat("while a writer is open")
+                    assert store.change_cursor() <= held
+                    page, following = store.changes_since(after)
+                    assert following <= held
+                    writer.execute("UPDATE runs SET version = version,"
+                                   " change_xid = pg_current_xact_id() WHERE id = %s",
+                                   (other.id,))
+                    writer.commit()
+                seen, after = _follow(store, following)
+                assert other.id in {p.id for p in seen}
+            assert pg.still_running(others)
 
 
 def test_a_sweeps_page_comes_run_by_run_in_page_order(store: Store) -> None:

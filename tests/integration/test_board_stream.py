@@ -25,6 +25,7 @@ from waypost.errors import InvalidInput
 from waypost.http import stream
 from waypost.model import Packet
 from waypost.store import Store, open_store
+from waypost.store.postgres.store import PostgresStore
 from waypost.usecases import starting, tokens
 
 READ_TIMEOUT = 20.0  # seconds a test waits for the stream to say something
@@ -104,6 +105,30 @@ def test_a_reconnect_with_last_event_id_misses_no_change(store_url: str,
             with _stream(server.url, secret, after=now) as lines:
                 seen, _ = _runs_until(lines, {later})
             assert seen == {later}
+
+
+def test_postgres_the_board_hears_of_a_change_while_other_sessions_stay_open(
+        tmp_path: Path) -> None:
+    """Other applications' transactions held open on the same server (in another database;
+    in the store's own, writing elsewhere or only reading the store) do not hold the board
+    back: a change is streamed while every one of them is still open."""
+    with pg.fresh_schema() as url, open_store(url) as store:
+        assert isinstance(store, PostgresStore)
+        secret, _ = tokens.issue(store, holder="alice", role="viewer", run_id=None, ttl=None,
+                                 by="test")
+        with serving(url, log=tmp_path / "serve.log") as server, \
+                pg.open_transactions(store.schema) as others:
+            page_cursor = str(store.change_cursor())
+            with _stream(server.url, secret, after=page_cursor) as lines:
+                changed = _start(store, "while others stay open")
+                seen: set[str] = set()
+                for message in read_messages(lines, until=1000, within=READ_TIMEOUT):
+                    if message.event == "runs":
+                        seen |= {r["id"] for r in json.loads(message.data)["runs"]}
+                    if changed in seen:
+                        break
+            assert changed in seen
+            assert pg.still_running(others)
 
 
 def test_a_runs_token_streams_only_its_run(tmp_path: Path) -> None:

@@ -172,8 +172,8 @@ class Store(ABC):
         """The packets of runs written at or past `cursor`, as they stand, in commit order,
         at most about `limit` of them; and the cursor to ask with next. A run written again
         comes again; nothing committed at or past `cursor` is ever skipped. A change may
-        come more than once (PostgreSQL, while an older transaction is still open on the
-        server): a reader keeps the newest version it has seen of each run."""
+        come more than once (PostgreSQL, while an older write to the store is still open):
+        a reader keeps the newest version it has seen of each run."""
 
     # --- bearer tokens (only a hash of a secret is stored) ----------------------------
 

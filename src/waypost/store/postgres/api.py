@@ -3,20 +3,57 @@ the API's bearer tokens. SQL on one cursor, called by `PostgresStore`.
 
 The change feed orders runs by the transaction that last wrote them (`change_xid`).
 Transaction ids are handed out when a transaction first writes, not when it commits, so a
-cursor never passes its snapshot's xmin, the oldest transaction still running: every
-transaction below it has ended, so nothing can commit below a cursor once it is handed
-out, and no writer ever waits on a shared counter."""
+cursor never passes a transaction still running that may write the store's runs: nothing
+can commit below a cursor once it is handed out, and no writer ever waits on a shared
+counter.
+
+Which running transactions hold the cursor back (`HORIZON`): a waypost writer takes its
+transaction id with its first write to one of the store's tables, holding a write or row
+lock on that table from before the id exists until the transaction ends. So a running
+transaction holds the cursor back unless one read of the server's locks shows it holding
+its id and no lock on any of the store's tables but a read's (`AccessShareLock`): another
+database's transactions, and the same database's that never write the store, never hold
+the feed back, however long they stay open. The locks are read after the snapshot that
+named the running transactions, and the runs are read with a snapshot taken after both: a
+writer seen without its table lock had already ended (its locks go after it leaves the
+running set), and the runs read next see what it committed. Anything not shown so (a
+prepared transaction, one that ended between the two reads) holds the cursor back, as
+every running transaction did before.
+
+So a transaction that writes the store's runs must take its id with a write to the store:
+one that took its id elsewhere first (another application's table) and wrote the store's
+runs later could be passed. Waypost's writers never do; nothing else writes `change_xid`."""
 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, LiteralString
 
 import psycopg
 
 from waypost.model import Grant, Role
 
-HORIZON = "SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint"
+# the oldest running transaction that may write the store's runs, else the snapshot's
+# xmax (every transaction below it has ended): one statement, so its snapshot is taken
+# before the lock table is read (once: MATERIALIZED), and only when one is running
+HORIZON: LiteralString = """
+WITH locks AS MATERIALIZED (
+    SELECT locktype, database, relation, transactionid, virtualtransaction, mode, granted
+    FROM pg_locks WHERE locktype IN ('relation', 'transactionid')),
+writers AS (
+    SELECT virtualtransaction FROM locks l
+    WHERE l.locktype = 'relation' AND l.mode <> 'AccessShareLock'
+      AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+      AND EXISTS (SELECT 1 FROM pg_class c WHERE c.oid = l.relation
+                  AND c.relnamespace = to_regnamespace(current_schema()))),
+others AS (
+    SELECT transactionid::text::bigint AS xid FROM locks
+    WHERE locktype = 'transactionid' AND mode = 'ExclusiveLock' AND granted
+      AND virtualtransaction NOT IN (SELECT virtualtransaction FROM writers))
+SELECT coalesce((SELECT min(x::text::bigint) FROM pg_snapshot_xip(s) AS x
+                 WHERE mod(x::text::bigint, 4294967296) NOT IN (SELECT xid FROM others)),
+                pg_snapshot_xmax(s)::text::bigint)
+FROM pg_current_snapshot() AS s"""
 _GRANT_COLUMNS = "id, holder, role, run_id, created_at, created_by, expires_at, revoked_at"
 
 
@@ -27,8 +64,8 @@ def changes_since(cursor: psycopg.Cursor[Any], start: int,
     below it may yet commit there. Below the horizon the feed pages in order, one
     transaction's runs never split; once it is through, the newest `limit` runs written
     above the horizon and already visible come too, so a board sees new changes at once
-    while an old transaction anywhere on the server holds the horizon back (they come
-    again once it moves: a reader keeps the newest version of each run)."""
+    while an earlier write to the store is still open (they come again once it ends: a
+    reader keeps the newest version of each run)."""
     (horizon,) = cursor.execute(HORIZON).fetchone() or (0,)
     start, horizon = max(start, 0), int(horizon)
     rows = cursor.execute(

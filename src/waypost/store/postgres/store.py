@@ -4,6 +4,9 @@ Every write is one short transaction guarded in SQL (`UPDATE … WHERE id = %s A
 = %s`): a miss becomes VersionConflict or NotFound, never a read-check-write in Python.
 Packets and events are `jsonb`; a trigger announces each run starting or changing state
 on `waypost_runs.<schema>` (see `listen`). Driver errors never leave this module unwrapped.
+A write's first statement writes or locks a row of the store's tables: the transaction's id
+is taken there, under that table's lock, which is how the change feed tells the store's
+writers from the other transactions on the server (`api.HORIZON`).
 """
 
 from __future__ import annotations
