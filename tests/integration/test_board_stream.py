@@ -243,23 +243,30 @@ def test_a_stopping_server_ends_its_streams_at_the_next_poll(tmp_path: Path) -> 
 
 
 def test_streams_at_one_cursor_share_one_scan_and_miss_nothing(store_url: str) -> None:
-    """Fifty streams waiting at the same cursor cost one change scan per poll; a scan that
-    is reused while a later change commits only delays that change to the next poll."""
+    """Fifty streams waiting at the same cursor cost one change scan and one read of where
+    the feed stands per poll; a scan that is reused while a later change commits only
+    delays that change to the next poll."""
     with open_store(store_url) as store:
         scanned: list[int] = []
-        real = store.changes_since
+        horizons: list[int] = []
+        real, real_cursor = store.changes_since, store.change_cursor
 
         def counting(cursor: int, *, limit: int = 500) -> tuple[list[Packet], int]:
             scanned.append(cursor)
             return real(cursor, limit=limit)
+
+        def counting_cursor() -> int:
+            horizons.append(real_cursor())
+            return horizons[-1]
 
         store.changes_since = counting  # type: ignore[method-assign]
         clock = _Clock()
         scans = stream.SharedScans(clock=clock)
         cursor = store.change_cursor()
         first = _start(store, "first")
+        store.change_cursor = counting_cursor  # type: ignore[method-assign]
         batches = [stream.next_batch(store, cursor, _everyone, scans) for _ in range(50)]
-        assert len(scanned) == 1
+        assert len(scanned) == len(horizons) == 1
         assert {b.cursor for b in batches} == {batches[0].cursor}
         second = _start(store, "second")  # commits while the scan is still fresh
         again = stream.next_batch(store, cursor, _everyone, scans)

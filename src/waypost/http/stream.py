@@ -75,9 +75,11 @@ def start_cursor(store: Store, last_event_id: str | None, after: str | None) -> 
 
 class SharedScans:
     """One change scan per cursor per poll, however many streams wait at that cursor (once
-    caught up, they all do). A scan reused for up to `fresh_s` only delays what commits
-    after it; nothing is skipped, since that lies at or past the cursor the scan answered.
-    One per server: many open boards cost one scan per change, not one each."""
+    caught up, they all do), and one read of where the feed stands per poll. A scan or a
+    cursor reused for up to `fresh_s` only delays what commits after it; nothing is
+    skipped, since that lies at or past the cursor the scan answered. One per server: many
+    open boards cost one scan per change, not one each, and one horizon read per poll
+    (on PostgreSQL that read looks at the server's locks while other transactions run)."""
 
     def __init__(self, fresh_s: float = POLL_S,
                  clock: Callable[[], float] = time.monotonic) -> None:
@@ -85,6 +87,18 @@ class SharedScans:
         self._clock = clock
         self._lock = threading.Lock()
         self._scans: dict[tuple[int, int], tuple[float, list[Packet], int]] = {}
+        self._cursors: dict[int, tuple[float, int]] = {}
+
+    def change_cursor(self, store: Store) -> int:
+        key, now = id(store), self._clock()
+        with self._lock:
+            hit = self._cursors.get(key)
+        if hit is not None and now - hit[0] < self._fresh_s:
+            return hit[1]
+        cursor = store.change_cursor()
+        with self._lock:
+            self._cursors[key] = (now, cursor)
+        return cursor
 
     def changes_since(self, store: Store, cursor: int) -> tuple[list[Packet], int]:
         key, now = (id(store), cursor), self._clock()
@@ -111,7 +125,8 @@ def next_batch(store: Store, cursor: int, visible: Callable[[Iterable[Packet]], 
     whose id is the cursor after them. Changes the visitor may not see still move the id
     on (a message with an id and no data), so a reconnect does not scan them again. The
     horizon is asked first: a cheap read, where the change scan is not."""
-    if store.change_cursor() <= cursor:
+    now = scans.change_cursor(store) if scans is not None else store.change_cursor()
+    if now <= cursor:
         return Batch(message=None, cursor=cursor)
     packets, after = (scans.changes_since(store, cursor) if scans is not None
                       else store.changes_since(cursor, limit=BATCH))
