@@ -4,6 +4,8 @@ verb runs."""
 from __future__ import annotations
 
 import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
 from types import FrameType
 from typing import TYPE_CHECKING, Final
 
@@ -11,12 +13,13 @@ import click
 
 from waypost.cli.context import Ctx, verb
 from waypost.durations import parse_duration
-from waypost.errors import InvalidInput, NotFound
+from waypost.errors import InvalidInput, NotFound, WaypostError
 
 if TYPE_CHECKING:
     from litestar import Litestar
 
     from waypost.http.deadlines import Limits
+    from waypost.store import Store
 
 LOOPBACK: Final = ("127.0.0.1", "localhost", "::1")
 
@@ -74,16 +77,18 @@ def serve(ctx: Ctx, host: str, port: int, allow_exec: bool, open_board: bool,
     config = ServerConfig(store_url=_store_url(ctx.store_url), host=host, port=port,
                           allow_exec=allow_exec, open_board=open_board, outbound=outbound,
                           project=ctx.config)
-    app = create_app(config)
-    try:
-        sock = listening_socket(host, port)
-    except OSError as exc:
-        raise InvalidInput(f"cannot listen on {host}:{port}: {exc.strerror}",
-                           hint="choose another --port (0: any free one)") from exc
-    shown = f"[{host}]" if ":" in host else host
-    click.echo(f"waypost: serving on http://{shown}:{sock.getsockname()[1]} "
-               "(OpenAPI: /schema/openapi.json)", err=True)
-    _run(app, sock, limits)
+    with _servable(config.store_url, given=ctx.store_url,
+                   group_commit=config.project.group_commit) as store:
+        app = create_app(config, store=store)
+        try:
+            sock = listening_socket(host, port)
+        except OSError as exc:
+            raise InvalidInput(f"cannot listen on {host}:{port}: {exc.strerror}",
+                               hint="choose another --port (0: any free one)") from exc
+        shown = f"[{host}]" if ":" in host else host
+        click.echo(f"waypost: serving on http://{shown}:{sock.getsockname()[1]} "
+                   "(OpenAPI: /schema/openapi.json)", err=True)
+        _run(app, sock, limits)
 
 
 def _run(app: Litestar, sock: socket.socket, limits: Limits) -> None:
@@ -106,6 +111,39 @@ def _run(app: Litestar, sock: socket.socket, limits: Limits) -> None:
                                    http=protocol(limits)))
     server.run(sockets=[sock])
 
+
+@contextmanager
+def _servable(url: str, *, given: str | None, group_commit: bool) -> Iterator[Store]:
+    """The store at `url`, opened and read once before anything says it is served; one
+    that cannot be (damaged, not a store, unreachable) is refused in one line naming the
+    cause and `waypost doctor`, with the code the same failure has on any other verb."""
+    from waypost.store import open_store
+
+    try:
+        store = open_store(url, group_commit=group_commit)
+    except WaypostError as exc:
+        raise _unservable(exc, given) from exc
+    try:
+        try:
+            store.schema_state()
+            store.list_runs(limit=1)
+        except WaypostError as exc:
+            raise _unservable(exc, given) from exc
+        yield store
+    finally:
+        store.close()
+
+
+def _unservable(exc: WaypostError, given: str | None) -> WaypostError:
+    import shlex
+
+    from waypost.store import POSTGRES_SCHEMES
+
+    cause = " ".join(exc.message.split())  # a driver's message may span lines
+    doctor = "waypost doctor"
+    if given and not given.startswith(POSTGRES_SCHEMES):  # a URL may hold a password
+        doctor += f" --store {shlex.quote(given)}"
+    return type(exc)(f"not serving: {cause} (diagnose it with: {doctor})")
 
 def _store_url(given: str | None) -> str:
     """The store every request uses, found once, now."""
