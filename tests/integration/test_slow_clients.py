@@ -13,16 +13,20 @@ import asyncio
 import contextlib
 import itertools
 import json
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
+import pytest
 
 import waypost
 from tests.http_support import issue, serve_process
 from waypost.http.deadlines import LATE
 from waypost.store import open_store
+from waypost.usecases import runs
 
 HEAD_S = 2.0  # --header-timeout in these tests
 BODY_S = 3.0  # --body-timeout
@@ -255,3 +259,57 @@ def test_an_idle_connection_is_closed_after_keep_alive_and_a_next_head_has_its_d
 
     with world(tmp_path, "--keep-alive", "1s") as w:
         asyncio.run(main(w))
+
+
+def test_a_large_body_may_outlast_the_body_deadline_only_at_the_documented_rate(
+        tmp_path: Path) -> None:
+    """--body-timeout 1s: an upload of 768 KiB sent at 256 KiB/s (3 s, four times the
+    64 KiB/s that buys time past the deadline) is recorded whole; the same upload at
+    16 KiB/s is cut at the deadline and records nothing."""
+    size = 768 * 1024
+
+    async def upload(w: World, name: str, chunk: int, every: float) -> bytes:
+        path = f"/api/runs/{w.run}/artifacts/{name}?role=report&epoch=1"
+        lines = [f"POST {path} HTTP/1.1", f"Host: {w.host}:{w.port}",
+                 f"Authorization: Bearer {w.token}", "Content-Type: application/octet-stream",
+                 f"Content-Length: {size}"]
+        reader, writer = await asyncio.open_connection(w.host, w.port)
+        writer.write(("\r\n".join(lines) + "\r\n\r\n").encode())
+        answer = asyncio.ensure_future(_read_all(reader))
+        sent = 0
+        while sent < size and not answer.done():
+            with contextlib.suppress(ConnectionError):
+                writer.write(b"z" * min(chunk, size - sent))
+                await writer.drain()
+            sent += chunk
+            await asyncio.wait([answer], timeout=every)
+        result = await asyncio.wait_for(answer, 1.0 + SLACK)
+        writer.close()
+        return result
+
+    with world(tmp_path, "--body-timeout", "1s") as w:
+        with open_store(f"sqlite:///{tmp_path / 'store.db'}") as store:
+            runs.Run(store, w.run, actor="alice").claim()  # epoch 1
+        steady = asyncio.run(upload(w, "steady.bin", 16 * 1024, 1 / 16))
+        assert steady.startswith(b"HTTP/1.1 200"), steady[:300]
+        dribbled = asyncio.run(upload(w, "dribbled.bin", 4 * 1024, 1 / 4))
+        assert dribbled in (b"", LATE), dribbled[:300]
+        auth = {"Authorization": f"Bearer {w.token}"}
+        stored = httpx.get(f"{w.url}/api/runs/{w.run}/artifacts/steady.bin", headers=auth,
+                           timeout=SLACK)
+        assert stored.content == b"z" * size
+        missing = httpx.get(f"{w.url}/api/runs/{w.run}/artifacts/dribbled.bin", headers=auth,
+                            timeout=SLACK)
+        assert missing.status_code == 404
+
+
+@pytest.mark.parametrize("option", [("--header-timeout", "0s"), ("--body-timeout", "-1"),
+                                    ("--keep-alive", "soon"), ("--max-connections", "0")])
+def test_a_bound_that_is_no_bound_is_refused_before_serving(
+        tmp_path: Path, option: tuple[str, str]) -> None:
+    done = subprocess.run([sys.executable, "-m", "waypost", "serve", "--port", "0",
+                           "--store", str(tmp_path / "store.db"), *option],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 2, done.stderr
+    assert "serving on" not in done.stderr
+    assert option[0] in done.stderr
