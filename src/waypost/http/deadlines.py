@@ -24,6 +24,9 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 # A body may take longer than the body deadline while it keeps arriving at this rate or
 # faster (a large artifact on a slow link); a body dribbling slower is cut at the deadline.
 BODY_RATE: Final = 64 * 1024  # bytes per second
+# Seconds a connection past the limit stays half-open after its 503, so that the request
+# it sent meanwhile does not make the close a reset that loses the answer.
+REFUSED_LINGER: Final = 1.0
 
 
 def _answer(status: bytes, text: bytes, *extra: bytes) -> bytes:
@@ -79,10 +82,11 @@ class BoundedH11Protocol(H11Protocol):
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         full = len(self.connections) >= self.LIMITS.max_connections
         super().connection_made(transport)
-        if full:
+        if full:  # answered, then closed once the client has had a moment to read it
             self._refused = True
             transport.write(FULL)
-            transport.close()
+            transport.write_eof()
+            self._deadline = self.loop.call_later(REFUSED_LINGER, transport.close)
             return
         self._expect("head", self.LIMITS.header_timeout)
 
@@ -128,10 +132,10 @@ class BoundedH11Protocol(H11Protocol):
             if due > self.loop.time():
                 self._deadline = self.loop.call_at(due, self._late)
                 return
-        self._reading = ""
+        late_head, self._reading = self._reading == "head", ""
         if self.transport.is_closing():
             return
-        if self.cycle is None or not self.cycle.response_started:
+        if late_head or (self.cycle is not None and not self.cycle.response_started):
             self.transport.write(LATE)
         if self.cycle is not None:
             self.cycle.disconnected = True  # the handler's answer, if any, goes nowhere
