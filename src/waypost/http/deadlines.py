@@ -102,7 +102,9 @@ class BoundedH11Protocol(H11Protocol):
     def handle_events(self) -> None:
         super().handle_events()
         their = self.conn.their_state
-        if their is h11.SEND_BODY:
+        if self.transport.get_protocol() is not self:  # upgraded: no longer HTTP/1.1's
+            self._expect("", None)
+        elif their is h11.SEND_BODY:
             if self._reading != "body":
                 self._body_from, self._body_bytes = self.loop.time(), 0
                 self._expect("body", self.LIMITS.body_timeout)
