@@ -67,6 +67,12 @@ def not_sqlite(tmp_path: Path) -> str:
     return str(path)
 
 
+def empty_file(tmp_path: Path) -> str:
+    path = tmp_path / "empty.db"
+    path.touch()
+    return str(path)
+
+
 def missing_database(tmp_path: Path) -> str:
     parts = urlsplit(pg.require_postgres())
     return urlunsplit(parts._replace(path=f"/waypost_missing_{uuid.uuid4().hex[:12]}"))
@@ -80,8 +86,8 @@ def closed_port(tmp_path: Path) -> str:
     return urlunsplit(parts._replace(netloc=f"{parts.username or 'postgres'}@127.0.0.1:{port}"))
 
 
-@pytest.mark.parametrize("make", [truncated, damaged_page, zeroed, not_sqlite, missing_database,
-                                  closed_port], ids=lambda f: f.__name__)
+@pytest.mark.parametrize("make", [truncated, damaged_page, zeroed, not_sqlite, empty_file,
+                                  missing_database, closed_port], ids=lambda f: f.__name__)
 def test_serve_refuses_a_store_it_cannot_serve_in_one_line(
         tmp_path: Path, make: Callable[[Path], str]) -> None:
     store = make(tmp_path)

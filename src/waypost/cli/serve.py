@@ -143,7 +143,9 @@ def _unservable(exc: WaypostError, given: str | None) -> WaypostError:
     doctor = "waypost doctor"
     if given and not given.startswith(POSTGRES_SCHEMES):  # a URL may hold a password
         doctor += f" --store {shlex.quote(given)}"
-    return type(exc)(f"not serving: {cause} (diagnose it with: {doctor})")
+    then = f"; {' '.join(exc.hint.split())}" if exc.hint and "doctor" not in exc.hint else ""
+    return type(exc)(f"not serving: {cause} (diagnose it with: {doctor}{then})")
+
 
 def _store_url(given: str | None) -> str:
     """The store every request uses, found once, now."""
