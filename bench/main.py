@@ -26,6 +26,7 @@ from bench import (
     pending,
     report,
     scan,
+    serve_bounds,
     serve_load,
     threads,
     writers,
@@ -79,6 +80,8 @@ STEPS: dict[str, Step] = {
     "http": lambda d, b: http_api.run(d, rounds=b.writer_rounds, seconds=b.writer_seconds),
     "serve": lambda d, b: serve_load.run(d, rounds=b.writer_rounds, seconds=b.writer_seconds,
                                          stored=b.board_runs),
+    "bounds": lambda d, b: serve_bounds.run(d, rounds=b.writer_rounds,
+                                            seconds=b.writer_seconds),
 }
 
 

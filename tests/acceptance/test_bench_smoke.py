@@ -22,6 +22,7 @@ from bench import (
     procs,
     report,
     scan,
+    serve_bounds,
     serve_load,
     sweep,
     threads,
@@ -258,3 +259,19 @@ def test_adversarial_text_has_the_size_asked_and_every_unit() -> None:
     text = scan.adversarial(100_000)
     assert len(text) == 100_000
     assert all(unit * 3 in text for unit in scan.UNITS)
+
+
+def test_bounds_section_measures_the_shipped_server_beside_an_unbounded_one(
+        tmp_path: Path) -> None:
+    section = serve_bounds.run(tmp_path, rounds=1, seconds=0.3)
+    assert [f.name for f in section.figures] == [serve_bounds.BOUNDED, serve_bounds.UNBOUNDED]
+    assert all(len(f.samples) == 1 and f.low > 0 for f in section.figures)
+    assert [r.label for r in section.ratios] == [serve_bounds.RATIO]
+    assert section.counts["errors"] == 0
+    # the baseline differs in its protocol alone: uvicorn's own, with no deadline
+    probe = ("from waypost.http.deadlines import Limits, protocol\n"
+             "print(protocol(Limits()).__name__)\n")
+    prefix = serve_bounds.UNBOUNDED_SERVE.partition("from waypost.cli")[0]
+    said = [subprocess.run([sys.executable, "-c", head + probe], capture_output=True,
+                           text=True, check=True).stdout.strip() for head in ("", prefix)]
+    assert said == ["Held", "H11Protocol"]
