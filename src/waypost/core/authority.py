@@ -288,7 +288,7 @@ def check_may_resolve(packet: Packet, actor: str, blocker: Blocker) -> None:
 def resolver_of(packet: Packet, kind: BlockerKind) -> str:
     """Who resolves `kind`, in words."""
     if kind in RESUME_RESOLVES:
-        return (f"{kind} is resolved by resume (a takeover of the lease), or by the "
+        return (f"{kind} is resolved by resume or claim (a takeover of the lease), or by the "
                 f"owner {packet.owner}")
     if kind in OWNER_RESOLVES:
         authority = TRANSFERRED_WITH.get(kind)
