@@ -82,10 +82,14 @@ def test_a_heartbeat_under_a_silent_blocker_is_not_called_fresh(store: Store,
                             worker="w1")
     clock.advance(SILENCE + 1)
     watchdog.sweep(store, watcher_id="w", now=clock())
+    clock.advance(20)
     runs.Run(store, run.id, actor="w1", epoch=1, clock=clock).heartbeat(note="back")
     packet = store.get(run.id)
     assert packet.state is State.BLOCKED
     assert [b.kind for b in packet.open_blockers] == [BlockerKind.WORKER_SILENT]
+    clock.advance(30)
     observed = observe(packet, clock()).observed
     assert observed is not None
     assert observed.liveness is Liveness.SILENT
+    assert observed.silent_for_s is not None
+    assert observed.silent_for_s == 50  # silent since it was recorded, not since the beat
