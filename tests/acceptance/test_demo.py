@@ -10,9 +10,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from standardwebhooks.webhooks import Webhook
 
 from tests.helpers import dump_store
+from waypost.cli.demo import DemoFailed, run_demo
 from waypost.store import open_store
 
 SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
@@ -72,3 +74,18 @@ def test_the_demo_tells_the_whole_story(tmp_path: Path) -> None:
                              str(work / ".waypost" / "waypost.db")], env=env, check=False,
                             capture_output=True, text=True)
     assert verify.returncode == 0, verify.stderr
+
+
+def test_the_demo_fails_when_the_watchdog_blocks_the_run_before_worker_one_claims_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A loaded machine starts worker-1 late: past the 3s max-silence, the watchdog blocks
+    the run nobody claimed yet. Then the story is not the one the demo tells, and the demo
+    says so instead of narrating it as usual and exiting 0."""
+    for name in [n for n in os.environ if n.startswith("WAYPOST_")]:
+        monkeypatch.delenv(name)
+    said: list[str] = []
+    with pytest.raises(DemoFailed, match="before worker-1 claimed it") as failed:
+        run_demo(str(tmp_path / "demo"), echo=said.append, worker_delay=6.0)
+    assert failed.value.exit_code != 0
+    assert "the story differs at step 3" in failed.value.message
+    assert not any("# 5." in line for line in said), "the demo narrated on"

@@ -239,7 +239,8 @@ def test_after_a_takeover_this_servers_writes_are_refused(tmp_path: Path) -> Non
             with waypost.open_store(str(store)) as opened:
                 waypost.Run(opened, run, actor="bob").resume()
             text = await refused(bob, "heartbeat", run=run, note="still here")
-            assert "with lease epoch 1, but the current epoch is 2" in text
+            assert "with lease epoch 1, but a newer process of bob took the lease" in text
+            assert "next tool: checkpoint_status" in text  # it stops: no resume of its own
 
     drive(scenario)
 

@@ -313,7 +313,16 @@ def _readers() -> Iterator[Scenario]:
         yield Scenario(f"{actor}_reads_private", Op.READ, actor, Setup.PRIVATE, Cls.PUBLIC)
 
 
+def _late_workers() -> Iterator[Scenario]:
+    """A worker whose process starts after the watchdog blocked its run as worker_silent
+    takes it over at every door: its claim (or resume) ends the silence, with the same
+    events (tests/parity/test_late_claim.py compares what each door leaves)."""
+    for op in (Op.CLAIM, Op.RESUME):
+        yield Scenario(f"late_worker_{op}", op, Actor.WORKER, Setup.SILENT, Cls.OK)
+        yield Scenario(f"owner_{op}_silent", op, Actor.OWNER, Setup.SILENT, Cls.OK)
+
+
 SCENARIOS: Final[tuple[Scenario, ...]] = (
     *_happy(), *_not_the_owner(), *_narrow_tokens(), *_no_live_token(), *_stale_leases(),
     *_owner_blockers(), *_hostile_numbers(), *_unreadable_lines(), *_remote_callers(),
-    *_gates(), *_rules(), *_stops(), *_readers())
+    *_gates(), *_rules(), *_stops(), *_readers(), *_late_workers())

@@ -142,6 +142,9 @@ class Setup(enum.StrEnum):
     # ready, with a secret in w1's heartbeat note, a private summary, a command's output
     # and an artifact's bytes that only the owner and the lease holder may see
     PRIVATE = "private"
+    # started with no worker; the watchdog blocked it as worker_silent before any worker's
+    # process started (a late worker claims it)
+    SILENT = "silent"
 
 
 @dataclass(frozen=True)

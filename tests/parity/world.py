@@ -219,6 +219,18 @@ def _private(world: World, ctx: Ctx, door: Holder) -> Ctx:
     return ctx
 
 
+def _silent(world: World, ctx: Ctx, door: Holder) -> Ctx:
+    """Started with no worker longer than max_silence ago: the watchdog blocked it as
+    worker_silent before any worker's process started (the late worker's run)."""
+    began = datetime.now(UTC) - timedelta(seconds=SILENCE + 60)
+    run, _ = waypost.start(world.store, "Fix the flaky login test", actor=OWNER, owner=OWNER,
+                           target="none:", kind=Kind.LONG_RUNNING, max_silence=SILENCE,
+                           session=ctx.session, clock=lambda: began)
+    watchdog = waypost.Run(world.store, run.id, actor="watchdog:parity")
+    _, blocker = watchdog.block(BlockerKind.WORKER_SILENT, "no worker was heard from for 1h")
+    return dataclasses.replace(ctx, run=run.id, blocker=blocker)
+
+
 BUILDERS: dict[Setup, Callable[[World, Ctx, Holder], Ctx]] = {
     Setup.WORKING: lambda world, ctx, door: world.working(ctx),
     Setup.READY: _ready,
@@ -236,4 +248,5 @@ BUILDERS: dict[Setup, Callable[[World, Ctx, Holder], Ctx]] = {
     Setup.DEADLINE_PASSED: _deadline_passed,
     Setup.DELIVERY_FAILED: _delivery_failed,
     Setup.PRIVATE: _private,
+    Setup.SILENT: _silent,
 }

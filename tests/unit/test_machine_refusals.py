@@ -345,10 +345,11 @@ REFUSALS = (
                   at=AT + timedelta(minutes=5)),
     apply_refusal("authority._check_worker: an old lease epoch", reclaimed, Heartbeat(),
                   StaleLease, "w1 wrote to wp_test with lease epoch 1",
-                  "the current epoch is 2", actor="w1", epoch=1),
+                  "a newer process of w1 took the lease (epoch 2)", "must stop",
+                  actor="w1", epoch=1),
     apply_refusal("authority._check_worker: an epoch ahead of the lease", run, Heartbeat(),
                   StaleLease, "w1 wrote to wp_test with lease epoch 2",
-                  "the current epoch is 1", actor="w1", epoch=2),
+                  "which no claim of wp_test gave", actor="w1", epoch=2),
     apply_refusal("authority._check_worker: the owner's heartbeat", run, Heartbeat(),
                   StaleLease, "alice (the owner) may not heartbeat wp_test while w1 holds "
                   "the lease (epoch 1)"),

@@ -123,12 +123,55 @@ def test_an_illegal_move_names_the_moves_that_take_the_run_on(state: State,
     assert [s.verb for s in exc.steps] == verbs
 
 
-def test_a_stale_epoch_names_claim_again() -> None:
+def _never_claim_nor_epoch(exc: WaypostError, epoch: int) -> None:
+    """A fenced process is told to look, at every door: no step claims or resumes (that
+    would fence the newer process), and none hands it the current epoch to pass."""
+    assert exc.steps
+    assert all(s.verb not in ("claim", "resume") for s in exc.steps), exc.steps
+    assert all("epoch" not in s.args and "epoch" not in s.fill for s in exc.steps)
+    tool = mcp_answers.refused("heartbeat", exc)
+    document = tool.structured_content or {}
+    assert document["next"]["tool"] not in ("resume", "claim")
+    assert "next tool: resume" not in mcp_answers.refusal_text("heartbeat", exc)
+    body = http_errors.error_body(exc)
+    assert body.next is not None
+    assert not body.next.path or not body.next.path.endswith(("/claim", "/resume"))
+    worded = [cli_steps.hint(exc), exc.hint_with(mcp_answers.call_text),
+              exc.hint_with(http_errors.route_text), *commands(exc)]
+    for text in worded:
+        for never in (f"--epoch {epoch}", "waypost claim", "waypost resume", "/claim"):
+            assert never not in text, text
+
+
+def test_a_fenced_process_is_told_a_newer_process_holds_the_lease_and_to_stop() -> None:
     held = move(started(), Claimed(epoch=1), actor="w1")
     taken = move(held, Claimed(epoch=2), actor="w1")
     exc = refusal(taken, Heartbeat(), actor="w1", epoch=1)
     assert isinstance(exc, StaleLease)
-    assert commands(exc) == [f"waypost claim {RUN} --as w1"]
+    assert "a newer process of w1 took the lease (epoch 2) at" in exc.message
+    assert "must stop" in exc.message
+    assert "only if that process is gone" in exc.hint
+    assert commands(exc) == [f"waypost show {RUN}"]
+    _never_claim_nor_epoch(exc, 2)
+
+
+def test_a_process_fenced_by_another_actor_is_told_who_and_to_stop() -> None:
+    held = move(started(), Claimed(epoch=1), actor="w1")
+    taken = move(held, Claimed(epoch=2), actor="w2")
+    exc = refusal(taken, Heartbeat(), actor="w1", epoch=1)
+    assert isinstance(exc, StaleLease)
+    assert "w2 took the lease over (epoch 2)" in exc.message
+    assert "ask w2 or the owner alice" in exc.hint
+    _never_claim_nor_epoch(exc, 2)
+
+
+def test_an_epoch_no_claim_gave_is_not_answered_with_the_current_one() -> None:
+    held = move(started(), Claimed(epoch=1), actor="w1")
+    exc = refusal(held, Heartbeat(), actor="w1", epoch=7)
+    assert isinstance(exc, StaleLease)
+    assert "which no claim of" in exc.message
+    assert "epoch 1" not in exc.message + exc.hint
+    _never_claim_nor_epoch(exc, 1)
 
 
 def test_a_worker_that_does_not_hold_the_lease_is_told_to_claim_it() -> None:

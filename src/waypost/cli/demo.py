@@ -6,8 +6,11 @@ every signature and applies each delivery once. worker-1, a process of its own, 
 records evidence, then dies (SIGKILL). The watchdog notices the silence and the owner is
 told; worker-2 resumes from the handoff brief, worker-1's late write is refused, worker-2
 finishes; the owner reviews and approves; the relay delivers once, and a second pass sends
-nothing. Every step is checked from the store and the receiver, not assumed: the demo
-exits 0 only if all of it happened.
+nothing. Every step is checked from the store and the receiver, not assumed: each step
+is tied to the events it narrates (worker-1's claim came first, the watchdog blocked the
+run for worker-1's silence after it died, worker-2's resume took over from worker-1 and
+ended that silence), and the demo exits 0 only if all of it happened as told; otherwise
+it fails saying what differed.
 """
 
 from __future__ import annotations
@@ -32,7 +35,8 @@ import click
 from waypost.cli.context import Ctx, verb
 from waypost.cli.demo_actors import with_options
 from waypost.errors import WaypostError
-from waypost.model import Packet
+from waypost.events import BlockerOpened, BlockerResolved, Claimed, Event
+from waypost.model import BlockerKind, Packet
 
 WAIT_LIMIT = 60.0  # the longest any step may take before the demo says it did not happen
 Say = Callable[[str], None]
@@ -89,6 +93,12 @@ class Demo:
         with open_store(self.store) as store:
             return store.get(run)
 
+    def events(self, run: str) -> list[Event]:
+        from waypost.store import open_store
+
+        with open_store(self.store) as store:
+            return list(store.events(run))
+
     def wait(self, what: str, happened: Callable[[], bool]) -> None:
         """Until `happened()`; a DemoFailed naming `what` after WAIT_LIMIT seconds."""
         began = time.monotonic()
@@ -111,15 +121,17 @@ class Demo:
 
 
 def run_demo(directory: str | None, *, store_url: str | None = None,
-             echo: Say | None = print) -> dict[str, Any]:
+             echo: Say | None = print, worker_delay: float = 0.0) -> dict[str, Any]:
     """Tell the whole story in `directory` (a new temp dir by default) on its own SQLite
-    store (or `store_url`, when one is given explicitly); return what happened."""
+    store (or `store_url`, when one is given explicitly); return what happened.
+    `worker_delay` holds worker-1 back that many seconds before it claims (as a loaded
+    machine may): past the 3s max-silence, the story differs and the demo fails."""
     work = Path(directory or tempfile.mkdtemp(prefix="waypost-demo-")).resolve()
     work.mkdir(parents=True, exist_ok=True)
     demo = Demo(work, store_url or str(work / ".waypost" / "waypost.db"),
                 echo or (lambda _line: None))
     with contextlib.chdir(work), _stopping(demo):
-        return _story(demo)
+        return _story(demo, worker_delay)
 
 
 @contextlib.contextmanager
@@ -130,7 +142,7 @@ def _stopping(demo: Demo) -> Iterator[None]:
         demo.stop_all()
 
 
-def _story(demo: Demo) -> dict[str, Any]:
+def _story(demo: Demo, worker_delay: float = 0.0) -> dict[str, Any]:
     say, work = demo.say, demo.work
     hook = _receiver(demo)
     say("\n# 1. The parent records the run before any work starts: owner, target, notify, "
@@ -146,9 +158,9 @@ def _story(demo: Demo) -> dict[str, Any]:
                "--id", "demo-watch")
     demo.spawn("waypost deliver --interval 0.5s", "-m", "waypost", "deliver",
                "--interval", "0.5s", "--backoff-base", "0.5s")
-    _worker_one_dies(demo, run)
-    _silence_noticed(demo, run)
-    _worker_two_resumes(demo, run)
+    killed = _worker_one_dies(demo, run, worker_delay)
+    silent = _silence_noticed(demo, run, killed)
+    _worker_two_resumes(demo, run, silent)
     _owner_approves(demo, run)
     receipt = _delivered_once(demo, run)
     say("\n# The board, and the run as delivered")
@@ -184,31 +196,98 @@ def _receiver(demo: Demo) -> str:
     return f"http://127.0.0.1:{port_file.read_text().strip()}/hook"
 
 
-def _worker_one_dies(demo: Demo, run: str) -> None:
+def _worker_one_dies(demo: Demo, run: str, delay: float) -> int:
+    """Steps 3 and 4; the seq of the run's last event when worker-1 was killed."""
     demo.say("\n# 3. worker-1, a process of its own, drafts, heartbeats and records evidence.")
     worker = demo.spawn(f"worker-1: waypost claim {run} --as worker-1; heartbeat; artifact "
                         "add; evidence run; heartbeat every 0.5s", "-m",
                         "waypost.cli.demo_actors", "worker", demo.store, run,
-                        str(demo.work / "draft.md"))
+                        str(demo.work / "draft.md"), str(delay))
     demo.wait("worker-1's evidence", lambda: bool(demo.packet(run).evidence))
     demo.say(f"\n# 4. worker-1 dies mid-work.\n$ kill -9 {worker.pid}")
     worker.kill()
     worker.wait()
+    events = demo.events(run)
+    _check_worker_one_worked(events)
+    return events[-1].seq
 
 
-def _silence_noticed(demo: Demo, run: str) -> None:
+def _silent_blockers(events: list[Event]) -> list[Event]:
+    return [e for e in events if isinstance(e.data, BlockerOpened)
+            and e.data.kind is BlockerKind.WORKER_SILENT]
+
+
+def _at(event: Event) -> str:
+    return f"{event.at:%H:%M:%S}Z"
+
+
+def _check_worker_one_worked(events: list[Event]) -> None:
+    """Step 3 as told: worker-1's claim (epoch 1) came first, and no worker_silent blocker
+    was raised before worker-1 was killed."""
+    claims = [e for e in events if isinstance(e.data, Claimed)]
+    silent = _silent_blockers(events)
+    first = claims[0] if claims else None
+    if silent and (first is None or silent[0].seq < first.seq):
+        blocker = silent[0]
+        assert isinstance(blocker.data, BlockerOpened)
+        raise DemoFailed(
+            f"the story differs at step 3: {blocker.actor} blocked the run as worker_silent "
+            f"({blocker.data.blocker_id}, {_at(blocker)}) before worker-1 claimed it"
+            + (f" ({_at(first)})" if first else "") + ": worker-1 started later than the "
+            "3s max-silence, so the watchdog saw a run nobody had claimed")
+    if first is None or (first.actor, getattr(first.data, "epoch", None)) != ("worker-1", 1):
+        raise DemoFailed("the story differs at step 3: the first claim of the run was not "
+                         "worker-1's at epoch 1" + (f" ({first.actor})" if first else ""))
+    if silent:
+        raise DemoFailed(
+            f"the story differs at step 4: {silent[0].actor} blocked the run as "
+            f"worker_silent ({_at(silent[0])}) while worker-1 was still working, before it "
+            "was killed")
+
+
+def _silence_noticed(demo: Demo, run: str, killed: int) -> str:
+    """Step 5; the id of the watchdog's worker_silent blocker for worker-1's silence."""
     demo.say("\n# 5. Nobody heartbeats for 3s: the watchdog blocks the run as worker_silent, "
              "and the relay tells the owner.")
-    demo.wait("the watchdog's worker_silent blocker", lambda: any(
-        b.kind == "worker_silent" for b in demo.packet(run).open_blockers))
+    demo.wait("the watchdog's worker_silent blocker", lambda: bool(
+        _silent_blockers([e for e in demo.events(run) if e.seq > killed])))
+    after = [e for e in demo.events(run) if e.seq > killed]
+    blocker = _silent_blockers(after)[0]
+    assert isinstance(blocker.data, BlockerOpened)
+    taken = [e for e in after if isinstance(e.data, Claimed) and e.seq < blocker.seq]
+    if not blocker.actor.startswith("watchdog:") or taken:
+        raise DemoFailed(
+            f"the story differs at step 5: the worker_silent blocker {blocker.data.blocker_id}"
+            f" was raised by {blocker.actor}"
+            + (f" after {taken[0].actor} claimed the run" if taken else "")
+            + ", not by the watchdog for worker-1's silence (lease epoch 1)")
     notices = demo.work / "notices.md"
     demo.wait("the owner's notice", lambda: notices.exists() and "silent" in notices.read_text())
     demo.say(f"$ cat notices.md\n{notices.read_text().strip()}")
+    return blocker.data.blocker_id
 
 
-def _worker_two_resumes(demo: Demo, run: str) -> None:
+def _check_resumed(events: list[Event], since: int, blocker: str) -> None:
+    """Step 6 as told: worker-2's claim took over from worker-1 and resolved the blocker."""
+    after = [e for e in events if e.seq > since]
+    claim = next((e for e in after if isinstance(e.data, Claimed)), None)
+    resolved = next((e for e in after if isinstance(e.data, BlockerResolved)
+                     and e.data.blocker_id == blocker), None)
+    told = (claim is not None and isinstance(claim.data, Claimed)
+            and (claim.actor, claim.data.took_over_from) == ("worker-2", "worker-1")
+            and resolved is not None and resolved.actor == "worker-2")
+    if not told:
+        raise DemoFailed(
+            "the story differs at step 6: worker-2's resume did not take the lease over "
+            f"from worker-1 and resolve {blocker} ("
+            + ", ".join(f"#{e.seq} {e.type} by {e.actor}" for e in after) + ")")
+
+
+def _worker_two_resumes(demo: Demo, run: str, blocker: str) -> None:
     demo.say("\n# 6. worker-2 takes over from the handoff brief (the silent lease is free).")
+    since = demo.events(run)[-1].seq
     demo.wp("resume", run, actor="worker-2")
+    _check_resumed(demo.events(run), since, blocker)
     demo.say("\n# 7. worker-1's late write is refused: its lease (epoch 1) was taken over.")
     demo.wp("heartbeat", run, "--epoch", "1", "--note", "still here?", actor="worker-1",
             expect=3)

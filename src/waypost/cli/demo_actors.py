@@ -4,8 +4,9 @@
                                 PORT_FILE) that verifies the Standard Webhooks signature with
                                 `waypost.delivery.receiver`, applies each webhook-id once and logs
                                 every request it got (JSON lines: headers, body, outcome)
-    worker STORE RUN NOTES      worker-1: claims the run, drafts NOTES, records it and a
-                                test, then heartbeats every half second until it is killed
+    worker STORE RUN NOTES [DELAY]  worker-1: after DELAY seconds (default 0), claims the
+                                run, drafts NOTES, records it and a test, then heartbeats
+                                every half second until it is killed
 
 The secret comes from WAYPOST_WEBHOOK_SECRET, the store from the arguments.
 """
@@ -16,6 +17,7 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -75,8 +77,10 @@ def receiver(port_file: str, db: str, log: str) -> None:
     server.serve_forever()
 
 
-def worker(store: str, run: str, notes: str) -> None:
+def worker(store: str, run: str, notes: str, delay: str = "0") -> None:
     from waypost.cli import main
+
+    time.sleep(min(max(float(delay), 0.0), WORKER_LIFETIME))  # a late start, on request
 
     def wp(*args: str) -> None:
         if main(with_options(list(args), "--store", store, "--as", "worker-1")) != 0:
@@ -100,4 +104,5 @@ def worker(store: str, run: str, notes: str) -> None:
 
 if __name__ == "__main__":
     role, *rest = sys.argv[1:]
-    {"receiver": receiver, "worker": worker}[role](*rest)
+    actors: dict[str, Callable[..., None]] = {"receiver": receiver, "worker": worker}
+    actors[role](*rest)

@@ -43,7 +43,8 @@ WORKER_RESOLVES: Final = frozenset({  # the worker's own obstacles
 OWNER_RESOLVES: Final = frozenset({  # only the parent gives the input, the permission, the
     BlockerKind.MISSING_INPUT, BlockerKind.PERMISSION_BOUNDARY,  # time or the send
     BlockerKind.DEADLINE_PASSED, BlockerKind.DELIVERY_FAILED})
-RESUME_RESOLVES: Final = frozenset({BlockerKind.WORKER_SILENT})  # a takeover: `waypost resume`
+# a takeover of the lease resolves these: `resume`, and a `claim` of a run blocked by one
+RESUME_RESOLVES: Final = frozenset({BlockerKind.WORKER_SILENT})
 # an owner's kind the owner may hand over with `transfer`: resolving a failed delivery
 # sends it again, which is the deliver authority's
 TRANSFERRED_WITH: Final[Mapping[BlockerKind, Authority]] = {
@@ -119,11 +120,7 @@ def _check_worker(packet: Packet, event: Event, move: Move) -> None:
     lease = packet.worker
     if lease is not None and event.actor == lease.actor:
         if event.epoch is not None and event.epoch != lease.epoch:
-            raise StaleLease(
-                f"{event.actor} wrote to {packet.id} with lease epoch {event.epoch}, "
-                f"but the current epoch is {lease.epoch}",
-                steps=[step("claim", packet.id, actor=event.actor, why="claim it again")],
-            )
+            raise _fenced(packet, event.actor, event.epoch)
         return
     if event.actor == packet.owner and (move is not Move.HEARTBEAT or lease is None):
         return  # the owner is never fenced, but only a lease holder's heartbeat counts
@@ -138,6 +135,15 @@ def _check_worker(packet: Packet, event: Event, move: Move) -> None:
                    step("claim", packet.id, actor=event.actor,
                         why="to take the work over yourself")],
         )
+    if lease is not None and event.epoch is not None:
+        raise StaleLease(  # a process fenced by another actor's takeover: it stops too
+            f"{event.actor} wrote to {packet.id} with lease epoch {event.epoch}, but "
+            f"{lease.actor} took the lease over (epoch {lease.epoch}) at "
+            f"{lease.acquired_at:%Y-%m-%d %H:%M:%S}Z: this process is fenced and must stop",
+            hint=f"stop here: {lease.actor} carries the work on; ask {lease.actor} or the "
+                 f"owner {packet.owner} before doing more",
+            steps=[step("read", packet.id, why="see where the run stands")],
+        )
     if lease is not None:
         raise StaleLease(
             f"{event.actor} does not hold the lease on {packet.id}: {lease.actor} took it "
@@ -150,6 +156,37 @@ def _check_worker(packet: Packet, event: Event, move: Move) -> None:
         f"({packet.owner}) nor the worker (nobody holds the lease)",
         steps=[step("claim", packet.id, actor=event.actor, why="claim it first")],
     )
+
+
+def _fenced(packet: Packet, actor: str, epoch: int) -> StaleLease:
+    """A write of `actor` with an epoch its lease no longer has. An older epoch is a
+    fenced process: a newer process of the same actor claimed since, and carries the work
+    on, so this one stops; its next step is to look, never to claim (that would fence the
+    newer process in turn) and never to write with the epoch it was not given."""
+    lease = packet.worker
+    assert lease is not None
+    if epoch > lease.epoch:
+        return StaleLease(
+            f"{actor} wrote to {packet.id} with lease epoch {epoch}, which no claim of "
+            f"{packet.id} gave",
+            hint="pass the epoch your own claim printed",
+            steps=[step("read", packet.id, why="see who holds the lease")])
+    return StaleLease(
+        f"{actor} wrote to {packet.id} with lease epoch {epoch}, but a newer process of "
+        f"{actor} took the lease (epoch {lease.epoch}) at "
+        f"{lease.acquired_at:%Y-%m-%d %H:%M:%S}Z: this process is fenced and must stop",
+        hint=f"stop here: the newer process carries the work on (last heard "
+             f"{last_sign_of_life(packet):%Y-%m-%d %H:%M:%S}Z); claiming again is right only "
+             "if that process is gone, and would fence it",
+        steps=[step("read", packet.id, why="see what the newer process has done")])
+
+
+def ended_by_takeover(packet: Packet) -> list[Blocker]:
+    """The open blockers a takeover of the lease resolves (`RESUME_RESOLVES`): `resume`
+    resolves them, and so does a `claim` of a run blocked by one (a worker that starts
+    after the watchdog called the run silent), with the same events; a claim that left the
+    run blocked would heartbeat under a silence nobody ends."""
+    return [b for b in packet.open_blockers if b.kind in RESUME_RESOLVES]
 
 
 def lease_is_live(packet: Packet, now: datetime) -> bool:
@@ -251,7 +288,7 @@ def check_may_resolve(packet: Packet, actor: str, blocker: Blocker) -> None:
 def resolver_of(packet: Packet, kind: BlockerKind) -> str:
     """Who resolves `kind`, in words."""
     if kind in RESUME_RESOLVES:
-        return (f"{kind} is resolved by resume (a takeover of the lease), or by the "
+        return (f"{kind} is resolved by resume or claim (a takeover of the lease), or by the "
                 f"owner {packet.owner}")
     if kind in OWNER_RESOLVES:
         authority = TRANSFERRED_WITH.get(kind)

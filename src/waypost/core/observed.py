@@ -17,6 +17,7 @@ from waypost.core.due import last_sign_of_life, liveness
 from waypost.durations import format_duration
 from waypost.model import (
     TERMINAL,
+    BlockerKind,
     Delivery,
     DeliveryAssurance,
     DeliveryStatus,
@@ -209,6 +210,17 @@ def watch_line(packet: Packet, now: datetime, watcher: Watcher | None,
     return f"watched by {watcher.id} (last sweep {ago:.0f} s ago, interval {every}{backup})"
 
 
+def _silent_since(packet: Packet) -> datetime:
+    """The last sign of life; for a run blocked as worker_silent, no later than the moment
+    the silence was recorded: a heartbeat since does not end it (`due.liveness`), so the
+    view does not call it quiet for less."""
+    since = last_sign_of_life(packet)
+    for b in packet.open_blockers:
+        if b.kind is BlockerKind.WORKER_SILENT and b.opened_at < since:
+            since = b.opened_at
+    return since
+
+
 def observe(packet: Packet, now: datetime, watchers: Sequence[Watcher] = (),
             deliveries: Sequence[Delivery] = (),
             relays: Sequence[RelayInfo] | None = None) -> Packet:
@@ -218,7 +230,7 @@ def observe(packet: Packet, now: datetime, watchers: Sequence[Watcher] = (),
     `deliveries` are its outbox rows and `relays` the live relays (`Store.relays`)."""
     quiet = None
     if packet.state in (State.IN_PROGRESS, State.BLOCKED):
-        quiet = round((now - last_sign_of_life(packet)).total_seconds(), 3)
+        quiet = round((now - _silent_since(packet)).total_seconds(), 3)
     watcher, standbys = None, list[str]()
     if packet.state not in TERMINAL and packet.kind is Kind.LONG_RUNNING:
         watcher = covering(packet, watchers, now)

@@ -10,7 +10,7 @@ from datetime import datetime
 
 import msgspec
 
-from waypost.core.authority import RESUME_RESOLVES
+from waypost.core.authority import ended_by_takeover
 from waypost.core.due import lease_until
 from waypost.core.history import Step, prepare
 from waypost.core.machine import apply
@@ -78,22 +78,19 @@ def check_may_resume(packet: Packet, actor: str) -> None:
             steps=[step("read", packet.id, why="see how it ended")])
 
 
-def _silent_blockers(packet: Packet) -> list[Blocker]:
-    """The open blockers a takeover resolves (`core.authority`: resume resolves them)."""
-    return [b for b in packet.open_blockers if b.kind in RESUME_RESOLVES]
-
-
-def takeover(snap: Snapshot, actor: str, at: datetime) -> RunWrite:
-    """The takeover, decided: a claim (epoch + 1), then each `worker_silent` blocker resolved."""
+def takeover(snap: Snapshot, actor: str, at: datetime, *, verb: str = "resumed") -> RunWrite:
+    """The takeover, decided, for `resume` and `claim` alike: a claim (epoch + 1), then
+    each blocker a takeover ends (`core.authority.ended_by_takeover`: `worker_silent`)
+    resolved; `verb` words the resolution ("resumed", "claimed")."""
     before = snap.packet
     holder = before.worker.actor if before.worker and before.worker.actor != actor else None
     epoch = (before.worker.epoch if before.worker else 0) + 1
     steps: list[Step] = [
         (Claimed(epoch=epoch, lease_expires_at=lease_until(before.stop_rules, at),
                  took_over_from=holder), None)]
-    steps += [(BlockerResolved(blocker_id=b.id, resolution=f"{actor} resumed the run "
+    steps += [(BlockerResolved(blocker_id=b.id, resolution=f"{actor} {verb} the run "
                                f"(lease epoch {epoch})"), epoch)
-              for b in _silent_blockers(before)]
+              for b in ended_by_takeover(before)]
     return prepare(snap, steps, actor=actor, at=at)
 
 

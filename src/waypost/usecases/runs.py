@@ -22,6 +22,7 @@ from waypost.core.authority import (
     check_may_resolve,
     check_may_review,
     check_may_take_lease,
+    ended_by_takeover,
 )
 from waypost.core.due import lease_until
 from waypost.core.history import prepare
@@ -144,9 +145,9 @@ class Run:
     # --- the worker's verbs -----------------------------------------------------------
 
     def claim(self) -> Packet:
-        """Take (or take over) the lease; the epoch goes up by one and fences the old holder.
-        A live lease of another worker is taken over only by the owner, or by whom the
-        owner named (`check_may_take_lease`)."""
+        """Take (or take over) the lease: epoch + 1 fences the old holder; a live lease is
+        the owner's or its nominee's to take (`check_may_take_lease`); a run blocked as
+        silent is taken as `resume` takes it (`core.authority.ended_by_takeover`)."""
 
         def build(p: Packet) -> Claimed:
             check_may_take_lease(p, self.actor, self.clock())
@@ -155,8 +156,18 @@ class Run:
                            lease_expires_at=lease_until(p.stop_rules, self.clock()),
                            took_over_from=holder)
 
+        def attempt() -> Packet:
+            snap = self.store.load(self.id)
+            write = self._decide(snap, build)  # the version and the takeover rule
+            if ended_by_takeover(snap.packet):
+                from waypost.usecases import handoff  # only a silent run's claim needs it
+
+                write = handoff.takeover(snap, self.actor, self.clock(), verb="claimed")
+            return self._commit(write)
+
         self.epoch = None
-        packet = self.write(build)
+        packet = attempt() if self.expected_version is not None else retry_conflicts(
+            attempt, what=f"run {self.id}: claiming", pause=_jitter)
         assert packet.worker is not None
         self.epoch = packet.worker.epoch
         return packet
@@ -346,14 +357,12 @@ class Run:
                                                 artifacts=tuple(artifacts)))
 
     def resume(self) -> Brief:
-        """Take over the lease as this handle's actor (epoch + 1, the old worker fenced),
-        resolve the run's `worker_silent` blockers, and return the handoff brief; one
-        transaction. The takeover rule is claim's (`check_may_take_lease`)."""
+        """Take over the lease as this handle's actor, as claim does (`handoff.takeover`:
+        the old worker fenced, `worker_silent` resolved), and return the handoff brief."""
         from waypost.usecases import handoff
 
         def attempt() -> Packet:
-            snap = self.store.load(self.id)
-            at = self.clock()
+            snap, at = self.store.load(self.id), self.clock()
             handoff.check_may_resume(snap.packet, self.actor)
             check_may_take_lease(snap.packet, self.actor, at)
             return self._commit(handoff.takeover(snap, self.actor, at))
