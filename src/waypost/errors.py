@@ -157,6 +157,20 @@ class InvalidInput(WaypostError):
     code = "invalid_input"
 
 
+class TooDeep(InvalidInput):
+    """JSON nested deeper than any request of waypost's needs (`inputs.MAX_NESTING`):
+    refused from its bytes, before a decoder recurses into it."""
+
+    code = "too_deep"
+
+
+class UnsupportedMedia(InvalidInput):
+    """A body sent as a media type the route does not take (a form or text/plain post to a
+    JSON route: what a page of another site can send without asking)."""
+
+    code = "unsupported_media_type"
+
+
 class Refused(WaypostError):
     """The rules refused this."""
 

@@ -11,10 +11,11 @@ under older rules stays readable.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from typing import Final
 
-from waypost.errors import InvalidInput
+from waypost.errors import InvalidInput, TooDeep
 
 # The longest text each field takes, in characters; `waypost limits` lists them.
 TEXT_LIMITS: Final[Mapping[str, int]] = {
@@ -154,3 +155,22 @@ def utf8(values: list[str], what: str = "argument") -> None:
             shown = value.encode("utf-8", "backslashreplace").decode("ascii", "replace")
             raise InvalidInput(f"{what} {i} ({shown[:60]}) is not valid UTF-8",
                                hint="pass text in UTF-8") from None
+
+
+MAX_NESTING: Final = 64  # JSON arrays and objects inside each other: no request needs 5
+_STRINGS: Final = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_NOT_BRACKETS: Final = bytes(b for b in range(256) if b not in b"[]{}")
+
+
+def nesting(data: bytes, what: str = "the JSON body", limit: int = MAX_NESTING) -> None:
+    """Refuse (TooDeep) JSON nested deeper than `limit`, decided on its bytes in one pass
+    without recursion, before any decoder recurses into it (a decoder's own depth is the
+    interpreter's stack: a body 1,000 levels deep exhausted it)."""
+    if data.count(b"[") + data.count(b"{") <= limit:
+        return  # the common case: too few brackets to be too deep
+    depth = 0
+    for byte in _STRINGS.sub(b"", data).translate(None, _NOT_BRACKETS):
+        depth += 1 if byte in (0x5B, 0x7B) else -1
+        if depth > limit:
+            raise TooDeep(f"{what} is nested deeper than {limit} arrays and objects; "
+                          "nothing was done", hint=f"send JSON at most {limit} levels deep")

@@ -23,6 +23,8 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import INVALID_REQUEST, PARSE_ERROR, CallToolResult, TextContent
 
+from waypost.http.auth import COOKIE
+
 from .driver import (
     ARTIFACT,
     ERROR_OF_CODE,
@@ -309,7 +311,7 @@ class McpHttpDoor(McpStdioDoor):
         self.url = self.stack.enter_context(serving(world))
 
     def tool(self, call: Call, tool: str, **arguments: Any) -> Cls:
-        if call.actor not in NO_LIVE_TOKEN:
+        if call.actor not in NO_LIVE_TOKEN | {Actor.OWNER_BY_COOKIE}:
             return super().tool(call, tool, **arguments)
         seen: list[int] = []  # the statuses the client was answered
         try:
@@ -330,6 +332,8 @@ class McpHttpDoor(McpStdioDoor):
                       ) -> AsyncIterator[ClientSession]:
         secret = self.world.tokens.get(actor)
         headers = {"Authorization": f"Bearer {secret}"} if secret else {}
+        if actor is Actor.OWNER_BY_COOKIE:  # a signed-in board's browser: the cookie alone
+            headers = {"Cookie": f"{COOKIE}={secret}"}
 
         async def record(response: httpx2.Response) -> None:
             if seen is not None:

@@ -13,6 +13,7 @@ from typing import Any, Final
 import httpx
 
 from tests.http_support import serving
+from waypost.http.auth import COOKIE
 from waypost.http.board_session import csrf_token
 from waypost.http.errors import status_of
 
@@ -34,7 +35,7 @@ from .driver import (
     target,
     title,
 )
-from .terms import OWNER, Call, Cls, Door, Hostile
+from .terms import DEEP_LEVELS, OWNER, Actor, Call, Cls, Door, Hostile, Wire
 from .world import World
 
 # Litestar's own refusals, before any handler (a body that is not the schema's, no route)
@@ -77,15 +78,33 @@ class WebDoor(Driver):
 
     def headers(self, call: Call) -> dict[str, str]:
         secret = self.world.tokens.get(call.actor)
+        if secret and call.actor is Actor.OWNER_BY_COOKIE:  # the board's cookie alone
+            return {"Cookie": f"{COOKIE}={secret}"}
         return {"Authorization": f"Bearer {secret}"} if secret else {}
 
     def post(self, call: Call, path: str, body: dict[str, object] | None = None,
              **headers: str) -> httpx.Response:
-        """POST the body as JSON, written as is (a hostile number stays NaN)."""
+        """POST the body as JSON, written as is (a hostile number stays NaN), or as the
+        scenario's `wire` says."""
         content = b"" if body is None else json.dumps(
             {k: _json_value(v) for k, v in body.items()}).encode()
+        content, typed = wired(call, content, "application/json")
         return self.http.post(path, content=content, headers={
-            **self.headers(call), **headers, "Content-Type": "application/json"})
+            **self.headers(call), **headers, **typed})
+
+
+def wired(call: Call, content: bytes, media: str) -> tuple[bytes, dict[str, str]]:
+    """The body and its Content-Type as the scenario's `wire` sends them (else as `media`)."""
+    wire = call.args.get("wire")
+    if wire is None:
+        return content, {"Content-Type": media}
+    if wire is Wire.DEEP:
+        return b"[" * DEEP_LEVELS + b"]" * DEEP_LEVELS, {"Content-Type": "application/json"}
+    if wire is Wire.UNTYPED:
+        return content, {}
+    return content, {"Content-Type": {
+        Wire.TEXT_PLAIN: "text/plain", Wire.FORM: "application/x-www-form-urlencoded",
+        Wire.MULTIPART: "multipart/form-data; boundary=x"}[Wire(str(wire))]}
 
 
 class HttpDoor(WebDoor):
@@ -131,8 +150,10 @@ class HttpDoor(WebDoor):
         epoch = call.epoch()
         query: dict[str, Any] = {"role": "report"}
         query.update({"epoch": epoch} if isinstance(epoch, int) else {})
+        content, typed = wired(call, ARTIFACT, "application/octet-stream")
         return _answer(self.http.post(f"/api/runs/{call.ctx.run}/artifacts/notes.md",
-                                      params=query, content=ARTIFACT, headers=self.headers(call)))
+                                      params=query, content=content,
+                                      headers={**self.headers(call), **typed}))
 
     def skip(self, call: Call) -> Cls:
         return self._command(call, "evidence", {"kind": "test", "reason":
@@ -271,8 +292,9 @@ class HookHttpDoor(WebDoor):
     door = Door.HOOK_HTTP
 
     def stop(self, call: Call) -> Cls:
-        response = self.http.post("/hooks/claude/stop", content=stop_input(call.ctx.session),
-                                  headers=self.headers(call))
+        content, typed = wired(call, stop_input(call.ctx.session), "application/json")
+        response = self.http.post("/hooks/claude/stop", content=content,
+                                  headers={**self.headers(call), **typed})
         if response.status_code != 200:
             return _answer(response)
         return hook_class(response.json())

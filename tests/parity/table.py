@@ -26,6 +26,7 @@ from .terms import (
     Hostile,
     Op,
     Setup,
+    Wire,
 )
 
 WRITES: Final = frozenset({
@@ -88,8 +89,12 @@ class Scenario:
     unchanged: bool | None = None
     runs_nothing: bool = False  # True: not even an answer of ok runs its command
     xfail: Mapping[Door, str] = field(default_factory=dict)
+    at: Mapping[Door, Cls] = field(default_factory=dict)  # a door's own answer, over these
+    only: frozenset[Door] = frozenset()  # the doors it runs at (empty: all that apply)
 
     def expected(self, door: Door) -> Cls:
+        if door in self.at:
+            return self.at[door]
         return self.remote if self.remote is not None and door in TOKEN_DOORS else self.expect
 
     def keeps_store(self, door: Door) -> bool:
@@ -98,7 +103,7 @@ class Scenario:
         return self.op in READS or self.expected(door) not in (Cls.OK, Cls.MAY_STOP, Cls.GO_ON)
 
     def applies(self, door: Door) -> bool:
-        if self.op not in OFFERS[door]:
+        if self.op not in OFFERS[door] or (self.only and door not in self.only):
             return False
         if self.actor not in LOCAL_ACTORS and door not in TOKEN_DOORS:
             return False
@@ -322,7 +327,40 @@ def _late_workers() -> Iterator[Scenario]:
         yield Scenario(f"owner_{op}_silent", op, Actor.OWNER, Setup.SILENT, Cls.OK)
 
 
+def _request_edge() -> Iterator[Scenario]:
+    """README, "What a request must be": the board's cookie signs in to the board's pages
+    alone (401 at the API and MCP over HTTP, a refused stop at the hook route); a body sent
+    as another media type than the route's is refused (415); a deeply nested body is refused
+    (400) after the token is checked (401 without one), never a failure of the server."""
+    by_cookie = {Door.HTTP: Cls.UNAUTHENTICATED, Door.MCP_HTTP: Cls.UNAUTHENTICATED}
+    for op in (Op.START, Op.CANCEL, Op.APPROVE, Op.REVIEW, Op.CHANGES, Op.RETARGET,
+               Op.ADOPT_GATE, Op.READ, Op.LIST):
+        setup, _ = NATURAL[op]
+        yield Scenario(f"by_cookie_{op}", op, Actor.OWNER_BY_COOKIE, setup, Cls.OK,
+                       at=by_cookie)
+    yield Scenario("by_cookie_ready_stop", Op.STOP, Actor.OWNER_BY_COOKIE, Setup.READY,
+                   Cls.GO_ON, unchanged=True)
+    http = frozenset({Door.HTTP})
+    for wire in (Wire.TEXT_PLAIN, Wire.FORM, Wire.MULTIPART, Wire.UNTYPED, Wire.DEEP):
+        for op in (Op.START, Op.HEARTBEAT, Op.CANCEL, Op.UNBLOCK):
+            setup, actor = NATURAL[op]
+            yield Scenario(f"{wire}_{op}", op, actor, setup, Cls.INVALID,
+                           args={"wire": wire}, only=http)
+    for wire in (Wire.TEXT_PLAIN, Wire.FORM, Wire.MULTIPART, Wire.UNTYPED):  # an upload:
+        yield Scenario(f"{wire}_artifact", Op.ARTIFACT, Actor.WORKER, Setup.WORKING,
+                       Cls.OK if wire is Wire.UNTYPED else Cls.INVALID, args={"wire": wire},
+                       only=http)  # bytes, as application/octet-stream or untyped
+    for op in (Op.START, Op.HEARTBEAT, Op.CANCEL):  # the token first: 401, never a 500
+        yield Scenario(f"deep_no_token_{op}", op, Actor.NO_TOKEN, NATURAL[op][0],
+                       Cls.UNAUTHENTICATED, args={"wire": Wire.DEEP}, only=http)
+    for actor in (Actor.WORKER, Actor.NO_TOKEN):  # a hook answers all: a refused stop
+        for wire in (Wire.DEEP, Wire.TEXT_PLAIN):
+            yield Scenario(f"{wire}_{actor}_ready_stop", Op.STOP, actor, Setup.READY,
+                           Cls.GO_ON, args={"wire": wire}, unchanged=True,
+                           only=frozenset({Door.HOOK_HTTP}))
+
+
 SCENARIOS: Final[tuple[Scenario, ...]] = (
     *_happy(), *_not_the_owner(), *_narrow_tokens(), *_no_live_token(), *_stale_leases(),
     *_owner_blockers(), *_hostile_numbers(), *_unreadable_lines(), *_remote_callers(),
-    *_gates(), *_rules(), *_stops(), *_readers(), *_late_workers())
+    *_gates(), *_rules(), *_stops(), *_readers(), *_late_workers(), *_request_edge())

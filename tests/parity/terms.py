@@ -106,6 +106,9 @@ class Actor(enum.StrEnum):
     UNKNOWN_TOKEN = "unknown_token"
     REVOKED_TOKEN = "revoked_token"
     EXPIRED_TOKEN = "expired_token"
+    # the owner's live token sent as the board's cookie alone (no Authorization header): what
+    # a page of another site makes a signed-in browser send; the board's own pages take it
+    OWNER_BY_COOKIE = "owner_by_cookie"
 
 
 LOCAL_ACTORS: Final = frozenset({Actor.OWNER, Actor.WORKER, Actor.STRANGER})
@@ -145,6 +148,20 @@ class Setup(enum.StrEnum):
     # started with no worker; the watchdog blocked it as worker_silent before any worker's
     # process started (a late worker claims it)
     SILENT = "silent"
+
+
+class Wire(enum.StrEnum):
+    """How a web door sends a request's body instead of JSON as application/json (the
+    scenario's `wire` argument)."""
+
+    TEXT_PLAIN = "text_plain"  # the JSON as text/plain: a cross-site page's plain post
+    FORM = "form"  # application/x-www-form-urlencoded: an HTML form, curl's -d default
+    MULTIPART = "multipart"  # multipart/form-data: an HTML form with a file
+    UNTYPED = "untyped"  # no Content-Type at all
+    DEEP = "deep"  # JSON arrays nested 100,000 levels deep, as application/json
+
+
+DEEP_LEVELS: Final = 100_000
 
 
 @dataclass(frozen=True)

@@ -59,8 +59,10 @@ class World:
 
         revoked = issue(OWNER, "owner")
         tokens.revoke(self.store, tokens.authenticate(self.store, revoked).id)
+        owner = issue(OWNER, "owner")
         return {
-            Actor.OWNER: issue(OWNER, "owner"), Actor.WORKER: issue(WORKER, "worker"),
+            Actor.OWNER: owner, Actor.OWNER_BY_COOKIE: owner,
+            Actor.WORKER: issue(WORKER, "worker"),
             Actor.STRANGER: issue(STRANGER, "owner"),
             Actor.OWNER_AS_WORKER: issue(OWNER, "worker"),
             Actor.OWNER_AS_VIEWER: issue(OWNER, "viewer"),

@@ -6,7 +6,9 @@ in one place, `waypost.http.errors`). `waypost serve` starts it (`waypost.http.a
     operations.py    every operation, as a function of store, grant and settings
     api_runs.py api_commands.py api_files.py api_hooks.py   the JSON API's routes
     shapes.py        the request bodies and answers; errors.py the one status map
-    auth.py          the bearer token made a grant; deps.py the handlers' dependencies
+    auth.py          the bearer token made a grant, and where a token may come from
+    edge.py          the token routes' guard: token, media type, size and nesting first
+    deps.py          the handlers' dependencies
     board.py board_views.py board_render.py board_session.py   the web board
     stream.py        the board's live feed (server-sent events)
     docs.py          the browsable API reference; settings.py what `serve` was told

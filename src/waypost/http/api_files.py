@@ -17,8 +17,8 @@ from litestar.openapi.spec.enums import OpenAPIFormat, OpenAPIType
 from litestar.params import PathParameter, QueryParameter
 
 from waypost.errors import TooLarge
+from waypost.http import edge, shapes
 from waypost.http import operations as ops
-from waypost.http import shapes
 from waypost.http.deps import CallerDep, ConfigDep, StoreDep
 from waypost.http.errors import ERRORS
 from waypost.model import ArtifactRole
@@ -43,7 +43,7 @@ class ArtifactsController(Controller):
     tags = ("artifacts",)
 
     @post("/{name:str}", responses=ERRORS, status_code=200, request_max_body_size=None,
-          operation_class=UploadOperation,
+          operation_class=UploadOperation, opt=edge.takes(*edge.BYTES),
           summary="Record an artifact: the request body is its bytes (streamed)")
     async def upload(
         self, request: Request[Any, Any, Any], store: StoreDep, caller: CallerDep,

@@ -6,9 +6,11 @@ stdin; the answer is the same one (`waypost.hooks.answer`), as JSON: `{"decision
 
 This door reads the body, the bearer token and the URL's `cap` and `run` (the run a parent
 started the session for, as `WAYPOST_RUN` is on the command line) and renders the answer.
-It answers 200 whatever happens, its own failures included (bad JSON, a missing, unknown,
-revoked or expired token, an unknown run, a store error): a host reads any other status
-as "the hook failed", which at a stop lets the agent stop unchecked."""
+It answers 200 whatever happens, its own failures included (bad JSON, a body sent as
+another media type than JSON, nested past `inputs.MAX_NESTING`, a missing, unknown,
+revoked or expired token, the board's cookie instead of a token, an unknown run, a store
+error): a host reads any other status as "the hook failed", which at a stop lets the agent
+stop unchecked."""
 
 from __future__ import annotations
 
@@ -18,14 +20,16 @@ from anyio import to_thread
 from litestar import Request, post
 from litestar.params import PathParameter, QueryParameter
 
+from waypost import inputs
 from waypost.errors import InvalidInput, TooLarge, Unauthenticated, WaypostError
 from waypost.hooks import answer as hook_answer
 from waypost.hooks.cap import MemoryTally, read_cap
 from waypost.hooks.decide import DEFAULT_STOP_CAP
-from waypost.http import auth, shapes
+from waypost.http import auth, edge, shapes
 from waypost.http.api_files import read_at_most
 from waypost.http.deps import ConfigDep, StoreDep
 
+HOOK_MEDIA: Final = ("application/json", "")  # what the hosts send (none: taken, as before)
 TALLY: Final = "hook_tally"  # the app state's MemoryTally: refusals not written to the store
 
 
@@ -45,7 +49,9 @@ async def claude_hook(
     problem: WaypostError | None = None
     body = b""
     try:
+        edge.media(request, HOOK_MEDIA)
         body = await read_at_most(request, hook_answer.MAX_INPUT)
+        inputs.nesting(body, "the hook's input")
     except TooLarge:
         problem = InvalidInput(f"the hook's input is over {hook_answer.MAX_INPUT} bytes")
     except WaypostError as exc:
@@ -73,9 +79,9 @@ async def claude_hook(
 
 def _secret(request: Request[Any, Any, Any]) -> str | None:
     try:
-        return auth.secret_of(request)
+        return auth.bearer_of(request)
     except Unauthenticated:
-        return None  # a header that is not a bearer token's: as good as none
+        return None  # a header that is not a bearer token's, or the board's cookie: none
 
 
 def _tally(request: Request[Any, Any, Any]) -> MemoryTally:

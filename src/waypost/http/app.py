@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 
-from litestar import Litestar
+from litestar import Litestar, Router
 from litestar.datastructures import State
 from litestar.di import Provide
 from litestar.openapi import OpenAPIConfig
@@ -16,7 +16,7 @@ from litestar.openapi.plugins import JsonRenderPlugin, YamlRenderPlugin
 from litestar.openapi.spec import Schema
 from litestar.types import ControllerRouterHandler
 
-from waypost.http import auth, board, shapes
+from waypost.http import auth, board, edge, shapes
 from waypost.http.api_commands import CommandsController
 from waypost.http.api_files import ArtifactsController
 from waypost.http.api_hooks import claude_hook
@@ -90,4 +90,9 @@ def store_of(state: State) -> Store:
 
 
 def api_handlers(config: ServerConfig) -> list[ControllerRouterHandler]:
-    return [RunsController, CommandsController, ArtifactsController, a2a_task, claude_hook]
+    """The token routes behind their edge (`edge.token_first`: bearer token, media type,
+    size and nesting, before a body is decoded), and the hook route, which answers all."""
+    tokened = Router(path="/", guards=[edge.token_first], opt=edge.takes(*edge.JSON),
+                     route_handlers=[RunsController, CommandsController, ArtifactsController,
+                                     a2a_task])
+    return [tokened, claude_hook]

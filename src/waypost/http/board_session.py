@@ -76,7 +76,7 @@ def visitor(connection: ASGIConnection[Any, Any, Any, Any], store: Store,
     """The token's grant, or an open board's anonymous viewer. Without a token: SignIn for
     a page (the board shows its form), `Unauthenticated` (401) for the stream. A wrong,
     expired or revoked token raises `Unauthenticated` (tokens.authenticate)."""
-    secret = auth.secret_of(connection)
+    secret = auth.board_secret_of(connection)
     if secret is None:
         if open_board(config):
             return Visitor(grant=None, secret=None)

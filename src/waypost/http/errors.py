@@ -26,6 +26,8 @@ STATUSES: Final[tuple[tuple[type[errors.WaypostError], int], ...]] = (
     (errors.RuleViolation, 409),
     (errors.StaleLease, 409),
     (errors.IntegrityError, 500),
+    (errors.UnsupportedMedia, 415),
+    (errors.TooDeep, 400),
     (errors.Refused, 403),
     (errors.InvalidInput, 422),
     (errors.NotFound, 404),
@@ -153,12 +155,14 @@ def _validation_message(exc: ValidationException) -> str:
 
 
 WHY: Final = {
-    400: "Malformed: not JSON, or not the operation's schema.",
+    400: "Malformed: not JSON, nested deeper than 64 levels, or not the operation's schema.",
     401: "No token, or one that is unknown, expired or revoked.",
     403: "The token's role or run may not do this, or the rules refuse this actor.",
     404: "No such run, blocker or artifact.",
     409: "The run's state or lease refuses the move, or the Idempotency-Key was reused.",
     413: "The body is larger than the server takes.",
+    415: "The body is not sent as the media type the route takes (JSON: application/json; "
+         "an artifact: application/octet-stream).",
     422: "Well-formed, but a value is not acceptable (a limit, a duration, a URI).",
     503: "The store is busy; try again (Retry-After).",
 }
