@@ -197,3 +197,24 @@ def test_every_request_gets_a_documented_answer(served: Served, route: tuple[str
     elif what.startswith("deep:") and int(what[5:]) > MAX_NESTING + 1:
         assert status == 400, response.text[:300]
         assert response.json()["error"]["code"] == "too_deep"
+
+
+def test_mcp_over_http_checks_the_token_before_a_deep_body(tmp_path: Path) -> None:
+    """MCP over HTTP: a deep body gets 401 without a bearer token (the board's cookie is
+    none), and a parse error (400) with one; never a 500, and the store is unchanged."""
+    from tests.integration.test_mcp_http import issue, mcp_server
+
+    store = tmp_path / "w.db"
+    secret = issue(store, "alice", "owner")
+    accept = {"Accept": "application/json, text/event-stream",
+              "Content-Type": "application/json"}
+    with mcp_server(store) as url:
+        before = dump_store(store)
+        for depth in (MAX_NESTING + 1, 1000, 200_000, 500_000):
+            body = (b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":'
+                    + b"[" * depth + b"]" * depth + b"}")
+            for auth, expected in (({}, 401), ({"Cookie": f"waypost_token={secret}"}, 401),
+                                   ({"Authorization": f"Bearer {secret}"}, 400)):
+                answer = httpx.post(url, content=body, headers={**accept, **auth}, timeout=60)
+                assert answer.status_code == expected, (depth, auth.keys(), answer.text[:200])
+        assert dump_store(store) == before
