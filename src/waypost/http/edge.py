@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from anyio import to_thread
+from litestar.concurrency import sync_to_thread
 from litestar.connection import ASGIConnection
 from litestar.handlers import BaseRouteHandler
 
@@ -44,7 +44,8 @@ async def token_first(connection: ASGIConnection[Any, Any, Any, Any],
     """The guard of the token routes: the token, then the media type, then the body's size
     and nesting; the grant is left in the request's state for `auth.caller`."""
     store: Store = connection.app.state.store
-    grant = await to_thread.run_sync(auth.authenticate, connection, store)
+    # in the pool every handler's store calls run in (`app.create_app`: `threads`)
+    grant = await sync_to_thread(auth.authenticate, connection, store)
     connection.state[auth.GRANT] = grant
     if connection.scope.get("method", "GET") in BODYLESS:
         return
