@@ -158,7 +158,7 @@ def utf8(values: list[str], what: str = "argument") -> None:
 
 
 MAX_NESTING: Final = 64  # JSON arrays and objects inside each other: no request needs 5
-_STRINGS: Final = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_STRINGS: Final = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)  # unrolled: fast
 _NOT_BRACKETS: Final = bytes(b for b in range(256) if b not in b"[]{}")
 
 

@@ -32,6 +32,7 @@ JSON: Final = ("application/json",)
 # bytes), but curl's --data-binary default, a form, is refused: send the type
 BYTES: Final = ("application/octet-stream", "")
 BODYLESS: Final = frozenset({"GET", "HEAD", "OPTIONS", "DELETE"})
+ON_LOOP: Final = 64 * 1024  # bytes of JSON whose nesting is counted on the event loop
 
 
 def takes(*media: str) -> dict[str, tuple[str, ...]]:
@@ -55,7 +56,10 @@ async def token_first(connection: ASGIConnection[Any, Any, Any, Any],
         body: bytes = await connection.body()  # type: ignore[attr-defined]
         if body and not media_type(connection):
             media(connection, accepted, sent_body=True)
-        inputs.nesting(body)
+        if len(body) > ON_LOOP:
+            await sync_to_thread(inputs.nesting, body)  # tens of ms for a MiB: off the loop
+        else:
+            inputs.nesting(body)
 
 
 def media_type(connection: ASGIConnection[Any, Any, Any, Any]) -> str:
