@@ -45,6 +45,8 @@ from .driver import (
 from .terms import NO_LIVE_TOKEN, OWNER, Actor, Call, Cls, Ctx, Door, Hostile
 from .world import World
 
+# no live bearer token: none, or a dead one, or the board's cookie alone
+NO_BEARER: Final = NO_LIVE_TOKEN | {Actor.OWNER_BY_COOKIE}
 CALL_WAIT: Final = 60.0  # seconds one tool call may take (a hung server fails, never hangs)
 START_WAIT: Final = 60.0  # seconds `waypost mcp --http` may take to listen
 STARTED: Final = "waypost mcp: serving "
@@ -276,7 +278,7 @@ class McpStdioDoor(Driver):
 
     def read(self, call: Call) -> Cls:
         """checkpoint_status; of a `private` run, also its packet and brief resources."""
-        if call.actor in NO_LIVE_TOKEN:
+        if call.actor in NO_BEARER:
             return self.tool(call, "checkpoint_status", run=call.ctx.run)
         session = self.session(call.actor)
         result = self.portal.call(self._bounded, session, "checkpoint_status",
@@ -311,7 +313,7 @@ class McpHttpDoor(McpStdioDoor):
         self.url = self.stack.enter_context(serving(world))
 
     def tool(self, call: Call, tool: str, **arguments: Any) -> Cls:
-        if call.actor not in NO_LIVE_TOKEN | {Actor.OWNER_BY_COOKIE}:
+        if call.actor not in NO_BEARER:
             return super().tool(call, tool, **arguments)
         seen: list[int] = []  # the statuses the client was answered
         try:
