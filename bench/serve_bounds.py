@@ -20,7 +20,7 @@ BOUNDED = f"{CLIENTS} clients, waypost serve as shipped (bounded reads)"
 UNBOUNDED = f"{CLIENTS} clients, the same with uvicorn's own h11 protocol"
 RATIO = "bounded / unbounded"
 UNBOUNDED_SERVE = ("import uvicorn.protocols.http.h11_impl as h11_impl\n"
-                   "import waypost.http.deadlines as deadlines\n"
+                   "import waypost.system.deadlines as deadlines\n"
                    "deadlines.protocol = lambda limits: h11_impl.H11Protocol\n"
                    "from waypost.cli import console\nraise SystemExit(console())\n")
 

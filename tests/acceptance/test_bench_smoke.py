@@ -269,7 +269,7 @@ def test_bounds_section_measures_the_shipped_server_beside_an_unbounded_one(
     assert [r.label for r in section.ratios] == [serve_bounds.RATIO]
     assert section.counts["errors"] == 0
     # the baseline differs in its protocol alone: uvicorn's own, with no deadline
-    probe = ("from waypost.http.deadlines import Limits, protocol\n"
+    probe = ("from waypost.system.deadlines import Limits, protocol\n"
              "print(protocol(Limits()).__name__)\n")
     prefix = serve_bounds.UNBOUNDED_SERVE.partition("from waypost.cli")[0]
     said = [subprocess.run([sys.executable, "-c", head + probe], capture_output=True,

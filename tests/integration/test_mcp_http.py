@@ -237,3 +237,36 @@ def test_every_answer_over_http_matches_its_schema(world: dict[str, Any]) -> Non
                 assert "outbound allow-list" in text  # as the HTTP API refuses it
 
     drive(scenario)
+
+
+def test_a_client_dribbling_its_request_head_is_cut_at_the_read_deadline(
+        world: dict[str, Any]) -> None:
+    """MCP over HTTP holds its clients to `waypost serve`'s read deadlines: a request head
+    sent one line at a time and never ended is answered 408 and closed by the header
+    deadline (plus a hang guard), while a whole request on another connection is answered."""
+    import socket
+
+    from waypost.system.deadlines import LATE, Limits
+
+    with mcp_server(world["store"]) as url:
+        host, _, rest = url.removeprefix("http://").partition(":")
+        port = int(rest.split("/", 1)[0])
+        started = time.monotonic()
+        with socket.create_connection((host, port), timeout=5) as slow:
+            slow.sendall(f"POST /mcp HTTP/1.1\r\nHost: {host}:{port}\r\n".encode())
+            slow.settimeout(1.0)
+            said = b""
+            limit = Limits().header_timeout + 15  # the deadline, then a hang guard
+            while time.monotonic() - started < limit:
+                try:
+                    piece = slow.recv(4096)
+                except TimeoutError:
+                    slow.sendall(b"X-Slow: 1\r\n")  # one more header line, never the end
+                    answered = httpx2.post(url, json={}, timeout=10)  # others still served
+                    assert answered.status_code == 401  # no token: refused, but answered
+                    continue
+                if not piece:
+                    break
+                said += piece
+        assert said == LATE, said
+        assert time.monotonic() - started >= Limits().header_timeout - 0.5

@@ -24,8 +24,8 @@ import pytest
 
 import waypost
 from tests.http_support import issue, serve_process
-from waypost.http.deadlines import FULL, LATE
 from waypost.store import open_store
+from waypost.system.deadlines import FULL, LATE
 from waypost.usecases import runs
 
 HEAD_S = 2.0  # --header-timeout in these tests

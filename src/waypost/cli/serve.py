@@ -18,8 +18,8 @@ from waypost.errors import InvalidInput, NotFound, WaypostError
 if TYPE_CHECKING:
     from litestar import Litestar
 
-    from waypost.http.deadlines import Limits
     from waypost.store import Store
+    from waypost.system.deadlines import Limits
 
 LOOPBACK: Final = ("127.0.0.1", "localhost", "::1")
 
@@ -60,8 +60,8 @@ def serve(ctx: Ctx, host: str, port: int, allow_exec: bool, open_board: bool,
     """
     try:  # deadlines loads uvicorn
         from waypost.http.app import create_app
-        from waypost.http.deadlines import Limits
         from waypost.http.settings import ServerConfig
+        from waypost.system.deadlines import Limits
         from waypost.system.sockets import listening_socket
     except ImportError as exc:
         raise InvalidInput(f"waypost serve needs the server extra, which is not installed "
@@ -96,7 +96,7 @@ def _run(app: Litestar, sock: socket.socket, limits: Limits) -> None:
     import uvicorn
 
     from waypost.http import stream
-    from waypost.http.deadlines import protocol
+    from waypost.system.deadlines import protocol
 
     class Server(uvicorn.Server):
         """Ends the board's event streams first when told to stop: a graceful shutdown

@@ -12,6 +12,4 @@ in one place, `waypost.http.errors`). `waypost serve` starts it (`waypost.http.a
     board.py board_views.py board_render.py board_session.py   the web board
     stream.py        the board's live feed (server-sent events)
     docs.py          the browsable API reference; settings.py what `serve` was told
-    deadlines.py     how long `serve` waits for a request's head and body, how many
-                     connections it holds (uvicorn's h11 protocol, bounded)
 """

@@ -119,5 +119,9 @@ def serve(session: Session, address: str, *, origins: tuple[str, ...] = ()) -> N
     import logging
 
     logging.getLogger("mcp").setLevel(logging.WARNING)  # one line per session is noise
-    config = uvicorn.Config(served, log_level="warning", lifespan="on")
+    from waypost.system.deadlines import Limits, protocol
+
+    # the same read deadlines and connection limit as `waypost serve`, at their defaults
+    config = uvicorn.Config(served, log_level="warning", lifespan="on",
+                            http=protocol(Limits()))
     uvicorn.Server(config).run(sockets=[listener])

@@ -7,4 +7,6 @@ pure core.
     files.py    a regular file read within a size
     web.py      HTTP under one overall deadline
     sockets.py  the listening socket of waypost's servers
+    deadlines.py  how long waypost's servers (`serve`, `mcp --http`) wait for a request's
+                head and body, and how many connections they hold (uvicorn's h11, bounded)
 """
