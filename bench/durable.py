@@ -114,7 +114,7 @@ def _planned(worker: waypost.Run, snap: Snapshot,
                            epoch=worker.epoch, prev_hash=head)
         planned.append((packet.version, event, apply(packet, event)))
         packet, head = planned[-1][2], event.hash
-    return planned, Snapshot(packet, head)
+    return planned, Snapshot.chained(packet, head)
 
 
 def waypost_sql_only(folder: Path, stack: ExitStack) -> Callable[[int], float]:

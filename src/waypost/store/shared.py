@@ -142,7 +142,8 @@ def readable_packets(decoder: msgspec.json.Decoder[Packet],
     return packets
 
 
-DueRow = tuple[str, bytes | str, str, datetime]  # run id, packet JSON, head hash, due at
+# run id, packet JSON, head hash, due at, head event JSON (None: missing)
+DueRow = tuple[str, bytes | str, str, datetime, bytes | str | None]
 
 
 def due_page(fetch: Callable[[tuple[datetime, str] | None, int], list[DueRow]],
@@ -155,9 +156,9 @@ def due_page(fetch: Callable[[tuple[datetime, str] | None, int], list[DueRow]],
     while True:
         wanted = limit - len(page)
         rows = fetch(after, wanted)
-        for run_id, body, head, due_at in rows:
+        for run_id, body, head, due_at, event in rows:
             try:
-                page.append(Due(decoder.decode(body), head, due_at))
+                page.append(Due(decoder.decode(body), head, due_at, event))
             except msgspec.MsgspecError as exc:
                 if skipped is not None:
                     skipped.append(Skipped(run_id=run_id, reason=f"unreadable packet: {exc}"))

@@ -138,7 +138,7 @@ class Run:
 
     def _commit(self, write: RunWrite) -> Packet:
         self.store.commit_write(write)
-        self._last = Snapshot(write.packet, write.events[-1].hash)
+        self._last = Snapshot.chained(write.packet, write.events[-1].hash)
         return write.packet
 
     # --- the worker's verbs -----------------------------------------------------------

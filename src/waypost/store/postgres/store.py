@@ -73,6 +73,10 @@ _UPDATE_RUN: LiteralString = (
     " OR %s < next_check_at OR next_check_at <= %s THEN %s ELSE next_check_at END"
     " WHERE id = %s AND version = %s")
 _EVENT_COLUMNS: LiteralString = "run_id, seq, type, at, actor, body, body_text"
+# a run's head event as stored, beside its row (what a write checks first,
+# `history.check_head`)
+_HEAD_EVENT: LiteralString = ("(SELECT coalesce(body_text, body::text) FROM events"
+                              " WHERE run_id = runs.id AND seq = runs.version)")
 
 
 def _jsonb(obj: object) -> tuple[str, str | None]:
@@ -236,11 +240,12 @@ class PostgresStore(PostgresSide):
 
     def load(self, run_id: str) -> Snapshot:
         rows = self._rows(f"read run {run_id}",
-                          "SELECT coalesce(packet_text, packet::text), head_hash FROM runs"
-                          " WHERE id = %s", (run_id,))
+                          "SELECT coalesce(packet_text, packet::text), head_hash,"
+                          f" {_HEAD_EVENT} FROM runs WHERE id = %s", (run_id,))
         if not rows:
             raise NotFound(f"no run {run_id}", hint="list runs with: waypost ls")
-        return Snapshot(decode_packet(_packet_decoder, run_id, rows[0][0]), rows[0][1])
+        packet, head_hash, head = rows[0]
+        return Snapshot(decode_packet(_packet_decoder, run_id, packet), head_hash, head)
 
     def events(self, run_id: str) -> list[Event]:
         rows = self._rows(f"read the events of run {run_id}",

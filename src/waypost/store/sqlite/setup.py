@@ -9,6 +9,7 @@ a damaged file (IntegrityError), each naming the store.
 
 from __future__ import annotations
 
+import errno
 import os
 import sqlite3
 import stat
@@ -18,7 +19,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING
 
+from waypost.config import unreadable
 from waypost.errors import (
+    DiskFull,
     IntegrityError,
     InvalidInput,
     NotFound,
@@ -66,6 +69,39 @@ def unopenable(path: str, why: str) -> InvalidInput:
                         "/ WAYPOST_URL elsewhere")
 
 
+def os_refusal(path: str, exc: OSError) -> WaypostError:
+    """What an OS error met on a store's path means: a full disk (exit 75), a file or folder
+    this user may not read (exit 4), else a path the caller must fix (`unopenable`)."""
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return disk_full(path, "create the store")
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return unreadable(path)
+    return unopenable(path, exc.strerror or str(exc))
+
+
+def open_refusal(path: str, exc: OSError | sqlite3.Error) -> WaypostError:
+    """Why a store file could not be opened: SQLite says only "unable to open database
+    file", so the file is opened once more to learn the OS's reason."""
+    if isinstance(exc, OSError):
+        return os_refusal(path, exc)
+    for file in (path, f"{path}-wal", f"{path}-shm"):
+        try:
+            os.close(os.open(file, os.O_RDONLY))
+        except FileNotFoundError:
+            pass
+        except OSError as why:
+            return os_refusal(file, why)
+    return unopenable(path, str(exc))
+
+
+def disk_full(path: str, what: str) -> DiskFull:
+    folder = os.path.dirname(os.path.abspath(path))
+    return DiskFull(f"disk full: cannot {what}: the disk holding {folder} has no room to "
+                    f"grow the store at {path}; nothing was written, and what was committed "
+                    "before is intact", hint=f"free space on the disk holding {folder}, then "
+                    "try again (waypost doctor shows the space left)")
+
+
 def existing_store(path: str) -> bool:
     """Whether a store file is there to open; False when nothing is at `path` yet. What is
     there but cannot be a store is refused: reading it would make it one."""
@@ -74,7 +110,7 @@ def existing_store(path: str) -> bool:
     except FileNotFoundError:
         return False
     except OSError as exc:
-        raise unopenable(path, exc.strerror or str(exc)) from exc
+        raise os_refusal(path, exc) from exc
     if not stat.S_ISREG(found.st_mode):
         raise InvalidInput(f"{path} is not a regular file, so it is not a waypost store",
                            hint="point --store / WAYPOST_URL at a store file, e.g. "
@@ -150,12 +186,12 @@ def driver_error(exc: sqlite3.Error, path: str, what: str, busy_s: float) -> Way
                          f"locked for {busy_s:g} s, so this process could not {what}; "
                          "nothing was written",
                          hint=f"try again; to wait longer, set {BUSY_TIMEOUT_ENV} (e.g. 2m)")
-    if code == sqlite3.SQLITE_FULL:
-        return StoreError(f"disk full: cannot {what}: no room to grow the store at {path} "
-                          "(SQLITE_FULL); nothing was written, and what was committed "
-                          "before is intact",
-                          hint=f"free space on the disk holding {os.path.dirname(path) or '.'}"
-                          ", then try again")
+    if code == sqlite3.SQLITE_FULL or "database or disk is full" in str(exc):
+        return disk_full(path, what)
+    if code == sqlite3.SQLITE_CANTOPEN:
+        refusal = open_refusal(path, exc)
+        if not isinstance(refusal, InvalidInput):  # the OS said why: a permission, a full disk
+            return refusal
     if code == sqlite3.SQLITE_NOTADB:
         return IntegrityError(f"{path} is not a SQLite database, or its first page is "
                               f"damaged: cannot {what} ({exc})",
@@ -185,6 +221,38 @@ def integrity_diagnosis(db: sqlite3.Connection) -> Diagnosis:
     return Diagnosis(name="integrity", status=Status.FAIL,
                      detail=f"the file is damaged ({'; '.join(found)[:500]}): restore it "
                      "from a backup; `waypost verify` names the runs it can still read")
+
+
+LOW_DISK = 4 << 20  # bytes free below which doctor fails: the WAL alone may grow ~4 MiB
+LOW_DISK_WARN = 64 << 20  # ... and below which it warns
+
+
+def disk_diagnosis(path: str) -> Diagnosis:
+    """The space left on the disk holding the store's folder: a write that finds none
+    fails with exit 75, so doctor says it before the writes do."""
+    from waypost.store.records import Diagnosis, Status
+
+    folder = os.path.dirname(os.path.abspath(path))
+    try:
+        found = os.statvfs(folder)
+    except OSError as exc:
+        return Diagnosis(name="disk", status=Status.WARN,
+                         detail=f"cannot tell the space left in {folder}: {exc}")
+    free, size = found.f_bavail * found.f_frsize, found.f_blocks * found.f_frsize
+    said = f"{_size(free)} free of {_size(size)} on the disk holding {folder}"
+    status = Status.FAIL if free < LOW_DISK else Status.WARN if free < LOW_DISK_WARN else Status.OK
+    return Diagnosis(name="disk", status=status, detail=said + {
+        Status.FAIL: ": the disk is full or nearly, so writes fail with exit 75 (disk full);"
+        " free some space there", Status.WARN: ": free space is low"}.get(status, ""))
+
+
+def _size(count: int) -> str:
+    amount, unit = float(count), "bytes"
+    for larger in ("KiB", "MiB", "GiB", "TiB"):
+        if amount < 1024:
+            break
+        amount, unit = amount / 1024, larger
+    return f"{count} bytes" if unit == "bytes" else f"{amount:.1f} {unit}"
 
 
 class Transaction:
@@ -273,7 +341,7 @@ class StoreFile:
         try:
             db = connect(self.path, create=create, busy_s=self.busy_s)
         except (OSError, sqlite3.Error) as exc:
-            raise unopenable(self.path, str(exc)) from exc
+            raise open_refusal(self.path, exc) from exc
         self.db = db
         try:
             db.execute("PRAGMA synchronous = FULL")
