@@ -285,7 +285,8 @@ damage = st.one_of(
     st.tuples(st.just("bytes"), st.floats(0.02, 1.0), st.integers(1, 512), st.integers()),
     st.tuples(st.just("truncate"), st.floats(0.0, 0.98), st.just(0), st.just(0)),
     st.tuples(st.just("zero_page"), st.floats(0.0, 1.0), st.just(0), st.just(0)),
-    st.tuples(st.just("edit_event"), st.floats(0.0, 1.0), st.integers(0, 1), st.integers()),
+    st.tuples(st.just("edit_event"), st.one_of(st.just(1.0), st.floats(0.0, 1.0)),  # 1: head
+              st.integers(0, 1), st.integers()),
 )
 
 
