@@ -158,6 +158,19 @@ def test_doctor_bounds_its_verify_and_says_what_it_left(tmp_path: Path) -> None:
     assert call(url, "doctor", "--json")[0] == 1
 
 
+def test_doctor_shows_its_progress_through_a_large_store_on_stderr(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from waypost.cli import ops
+
+    url = str(tmp_path / "w.db")
+    populate(url)
+    monkeypatch.setattr(ops, "PROGRESS_EVERY", 1)  # a store of two runs, taken as large
+    code, out, err = call(url, "doctor", "--json")
+    assert code == 0
+    assert err.splitlines() == ["waypost doctor: verified 1 of 2 run(s)"]
+    assert json.loads(out)["ok"] is True  # stdout stays one document
+
+
 # --- item: a full disk ---------------------------------------------------------------------
 
 FILL = """
@@ -223,6 +236,17 @@ def test_a_full_disk_exits_75_naming_it_and_doctor_says_so(tmp_path: Path) -> No
     assert str(folder) in disk["detail"]
     assert "full" in disk["detail"]
     assert (seen["after"], seen["verify_after"]) == (0, 0)  # room again: writes go on
+
+
+def test_a_full_disk_on_the_postgres_server_is_75_too() -> None:
+    import psycopg
+
+    from waypost.store.postgres.live import wrapped
+
+    said = wrapped(psycopg.errors.DiskFull("could not extend file: No space left on device"),
+                   "write run wp_x", "the PostgreSQL store at db")
+    assert (type(said).__name__, said.exit_code) == ("DiskFull", 75)
+    assert said.message.startswith("disk full: cannot write run wp_x")
 
 
 # --- item: store paths no user may use -----------------------------------------------------
