@@ -22,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 
 import msgspec
@@ -31,10 +32,13 @@ from hypothesis import strategies as st
 
 from tests import pg, tamper
 from waypost.cli import main
-from waypost.core.history import event_hash
+from waypost.core.history import check_head, event_hash, prepare
+from waypost.durations import utcnow
+from waypost.errors import IntegrityError
 from waypost.events import Event, Heartbeat
-from waypost.model import from_json
-from waypost.store import open_store
+from waypost.model import Kind, from_json
+from waypost.store import Store, open_store
+from waypost.usecases import runs, starting
 
 LONG = os.environ.get("WAYPOST_CAMPAIGN") == "long"
 DOCUMENTED = {0, 2, 3, 4, 5, 75}
@@ -133,6 +137,27 @@ def test_a_write_on_an_edited_head_event_is_refused_naming_the_run(url: str) -> 
     assert history["status"] == "fail"
     assert moving in history["detail"]
     assert blocked in history["detail"]
+
+
+def test_every_snapshot_a_store_hands_out_carries_its_head_event(store: Store) -> None:
+    run, _ = starting.start(store, "t", actor="alice", target="none:", kind=Kind.LONG_RUNNING,
+                            max_silence=60)
+    worker = runs.Run(store, run.id, actor="w1")
+    worker.claim()
+    worker.heartbeat(note="one")
+    loaded = store.load(run.id)
+    (due,) = store.due_runs(now=utcnow() + timedelta(hours=1))
+    for snap in (loaded, due):
+        assert snap.head is not None
+        assert not snap.head_checked
+        check_head(snap)  # the head as stored hashes to the head the run records
+    tamper.overwrite_event(store, msgspec.structs.replace(store.events(run.id)[-1],
+                                                          actor="mallory"))
+    with pytest.raises(IntegrityError, match=f"run {run.id}: its head event"):
+        prepare(store.load(run.id), [(Heartbeat(note="two"), worker.epoch)], actor="w1",
+                at=utcnow())
+    with pytest.raises(IntegrityError, match=f"run {run.id}: its head event"):
+        worker.heartbeat(note="two")  # its handle's own last write: read again, refused
 
 
 def test_doctor_fails_on_an_event_edited_inside_a_chain(url: str) -> None:

@@ -106,7 +106,7 @@ def prepare(snap: Snapshot, steps: Sequence[Step], *, actor: str, at: datetime) 
         events.append(event)
         packet, head = after, event.hash
     return RunWrite(run_id=before.id, expected_version=before.version, events=tuple(events),
-                    packet=packet, outbox=tuple(items))
+                    packet=packet, outbox=tuple(items), head=snap.head)
 
 
 def check_head(snap: Snapshot) -> None:

@@ -33,9 +33,12 @@ class Snapshot:
         self.head_checked = False
 
     @classmethod
-    def chained(cls, packet: Packet, head_hash: str) -> Snapshot:
-        """The snapshot of a write this process just made: its head needs no check."""
-        snap = cls(packet, head_hash)
+    def chained(cls, packet: Packet, head_hash: str, head: bytes | str | None = None,
+                ) -> Snapshot:
+        """The snapshot of a write this process just made, with the JSON of the event it
+        wrote last (`head`): that head needs no hash check, and the next write's commit
+        still refuses it if the stored event is no longer that JSON."""
+        snap = cls(packet, head_hash, head)
         snap.head_checked = True
         return snap
 
@@ -60,6 +63,9 @@ class RunWrite(msgspec.Struct, frozen=True, kw_only=True):
     events: tuple[Event, ...]
     packet: Packet
     outbox: tuple[OutboxItem, ...] = ()
+    # the JSON of the head event the write chains onto, as read or as written: the commit
+    # is refused if the stored head event is no longer that (None: not guarded)
+    head: bytes | str | None = None
 
 
 class Deferral(msgspec.Struct, frozen=True, kw_only=True):
