@@ -307,14 +307,17 @@ def test_ls_by_a_user_who_cannot_read_the_store_exits_4_naming_it(
     shut = store.parent if locked == "folder" else store
     shut.chmod(0)
     try:
-        proc = subprocess.run([*_unprivileged(), sys.executable, "-m", "waypost", "ls"],
-                              cwd=tmp_path, capture_output=True, text=True, timeout=60,
-                              check=False, env={**os.environ, "WAYPOST_URL": ""})
+        ls, doctor = (subprocess.run([*_unprivileged(), sys.executable, "-m", "waypost", *verb],
+                                     cwd=tmp_path, capture_output=True, text=True, timeout=60,
+                                     check=False, env={**os.environ, "WAYPOST_URL": ""})
+                      for verb in (["ls"], ["doctor", "--store", str(store)]))
     finally:
         shut.chmod(0o755 if locked == "folder" else 0o644)
-    assert proc.returncode == 4, proc.stderr
-    assert "permission denied" in proc.stderr
-    assert str(store) in proc.stderr
+    assert ls.returncode == 4, ls.stderr
+    assert "permission denied" in ls.stderr
+    assert str(store) in ls.stderr
+    assert doctor.returncode == 1, doctor.stderr  # doctor's own code: a check failed
+    assert f"permission denied: this user may not read {store}" in doctor.stdout
 
 
 # --- the campaign --------------------------------------------------------------------------

@@ -10,14 +10,15 @@ by one another), that every run's packet reads, and that every run's history ver
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 import click
 
 from waypost.cli import steps
 from waypost.cli.context import Ctx, duration, verb
+from waypost.config import unreadable
 from waypost.durations import utcnow
 from waypost.errors import InvalidInput, NotFound, WaypostError
 from waypost.model import TERMINAL, State
@@ -150,12 +151,26 @@ def _open_as_found(ctx: Ctx, postgres: bool) -> tuple[Store, float]:
     began = time.perf_counter()
     if postgres and ctx.store_url:
         store: Store = open_postgres(ctx.store_url, migrate_schema=False)
-    elif ctx.store_url and not Path(sqlite_path(ctx.store_url)).exists():
+    elif ctx.store_url and not _exists(sqlite_path(ctx.store_url)):
         raise NotFound(f"no SQLite store at {sqlite_path(ctx.store_url)}",
                        hint=f"create it with: waypost init --store {ctx.store_url}")
     else:
         store = ctx.store
     return store, (time.perf_counter() - began) * 1000
+
+
+def _exists(path: str) -> bool:
+    """Whether anything is at `path` (opening it says what is wrong with it); a path this
+    user may not look through is NotFound naming it."""
+    try:
+        os.stat(path)
+    except FileNotFoundError:
+        return False
+    except PermissionError as exc:
+        raise unreadable(path) from exc
+    except OSError:
+        return True
+    return True
 
 
 def _credentials_check(store: Store) -> Diagnosis:
