@@ -201,8 +201,8 @@ def test_doctor_shows_its_progress_through_a_large_store_on_stderr(
 FILL = """
 import json, os, subprocess, sys
 folder, store = sys.argv[1], os.path.join(sys.argv[1], "w.db")
-def waypost(*args):
-    proc = subprocess.run([sys.executable, "-m", "waypost", *args, "--store", store],
+def waypost(*args, at=store):
+    proc = subprocess.run([sys.executable, "-m", "waypost", *args, "--store", at],
                           capture_output=True, text=True, timeout=120)
     return proc.returncode, proc.stdout, proc.stderr
 run = json.loads(waypost("start", "t", "--target", "none:", "--kind", "long_running",
@@ -218,11 +218,15 @@ for n in range(100):
     if code:
         break
 doctor = waypost("doctor", "--json")
+other = os.path.join(folder, "other.db")
+fresh = waypost("start", "u", "--target", "none:", at=other)[0]  # a new store: no room
 verify = waypost("verify", run)[0]
 os.remove(os.path.join(folder, "filler"))
 after = waypost("heartbeat", run, "--note", "room again", "--as", "w1")[0]
+fresh_after = waypost("start", "u", "--target", "none:", at=other)[0]
 print(json.dumps({"heartbeats": heartbeats, "error": err, "doctor": doctor[0],
                   "checks": json.loads(doctor[1])["checks"], "verify": verify,
+                  "fresh": fresh, "fresh_after": fresh_after,
                   "after": after, "verify_after": waypost("verify", run)[0]}))
 """
 
@@ -260,6 +264,8 @@ def test_a_full_disk_exits_75_naming_it_and_doctor_says_so(tmp_path: Path) -> No
     assert (seen["doctor"], disk["status"]) == (1, "fail")
     assert str(folder) in disk["detail"]
     assert "full" in disk["detail"]
+    assert seen["fresh"] == 75  # a new store on the full disk: 75 too
+    assert seen["fresh_after"] == 0  # ... and what it left does not stand in the way
     assert (seen["after"], seen["verify_after"]) == (0, 0)  # room again: writes go on
 
 
