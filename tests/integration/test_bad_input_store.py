@@ -388,7 +388,7 @@ def _versions(path: Path, runs: tuple[str, str]) -> dict[str, int] | None:
         with contextlib.closing(sqlite3.connect(path)) as db:
             return {run: db.execute("SELECT max(seq) FROM events WHERE run_id = ?",
                                     (run,)).fetchone()[0] for run in runs}
-    except sqlite3.Error:
+    except (sqlite3.Error, ValueError):  # a damaged page, or schema text that is not UTF-8
         return None
 
 

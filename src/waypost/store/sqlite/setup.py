@@ -17,7 +17,6 @@ import time
 from _thread import RLock  # what threading.RLock is, without importing threading
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
-from typing import TYPE_CHECKING
 
 from waypost.config import unreadable
 from waypost.errors import (
@@ -32,9 +31,6 @@ from waypost.errors import (
 )
 from waypost.store.shared import BUSY_TIMEOUT_ENV, MIN_WRITER, write_refusal
 
-if TYPE_CHECKING:  # made where they are used: a heartbeat makes none
-    from waypost.store.records import Diagnosis
-
 SCHEMA_VERSION = 11
 MIGRATIONS = ("sqlite.sql", "sqlite_2_outbox.sql", "sqlite_3_delivery.sql",
               "sqlite_4_watchers.sql", "sqlite_5_watcher_role.sql", "sqlite_6_runs_rowid.sql",
@@ -42,7 +38,12 @@ MIGRATIONS = ("sqlite.sql", "sqlite_2_outbox.sql", "sqlite_3_delivery.sql",
               "sqlite_9_session.sql", "sqlite_10_tokens.sql", "sqlite_11_rules_in_writers.sql")
 _BUSY = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
 _DAMAGED = (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
-MAX_INTEGRITY_ERRORS = 20  # what `doctor` lists of a damaged file
+# what the driver raises: its errors, and text it cannot decode (a damaged schema's, whose
+# bytes the driver puts in its error message)
+DRIVER_ERRORS = (sqlite3.Error, UnicodeDecodeError)
+DriverError = sqlite3.Error | UnicodeDecodeError
+# what a waypost schema lacks only when its definition was damaged or altered
+_SCHEMA_GONE = ("no such table", "no such column", "no such index")
 
 
 def migrations() -> list[str]:
@@ -70,8 +71,8 @@ def unopenable(path: str, why: str) -> InvalidInput:
 
 
 def os_refusal(path: str, exc: OSError) -> WaypostError:
-    """What an OS error met on a store's path means: a full disk (exit 75), a file or folder
-    this user may not read (exit 4), else a path the caller must fix (`unopenable`)."""
+    """An OS error on a store's path: a full disk (75), a file this user may not read (4),
+    else a path the caller must fix (`unopenable`, 2)."""
     if exc.errno in (errno.ENOSPC, errno.EDQUOT):
         return disk_full(path, "create the store")
     if exc.errno in (errno.EACCES, errno.EPERM):
@@ -80,8 +81,7 @@ def os_refusal(path: str, exc: OSError) -> WaypostError:
 
 
 def open_refusal(path: str, exc: OSError | sqlite3.Error) -> WaypostError:
-    """Why a store file could not be opened: SQLite says only "unable to open database
-    file", so the file is opened once more to learn the OS's reason."""
+    """Why a store could not be opened, as the OS says it (SQLite says "unable to open")."""
     if isinstance(exc, OSError):
         return os_refusal(path, exc)
     for file in (path, f"{path}-wal", f"{path}-shm"):
@@ -178,8 +178,10 @@ def is_busy(exc: sqlite3.Error) -> bool:
     return "locked" in str(exc) or "busy" in str(exc)
 
 
-def driver_error(exc: sqlite3.Error, path: str, what: str, busy_s: float) -> WaypostError:
+def driver_error(exc: DriverError, path: str, what: str, busy_s: float) -> WaypostError:
     """The error a user can act on for a driver error met while trying to `what`."""
+    if isinstance(exc, UnicodeDecodeError):
+        exc = sqlite3.DatabaseError(f"Could not decode its text as UTF-8 ({exc})")
     code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
     if is_busy(exc):
         return StoreBusy(f"store busy, try again: another process kept the store at {path} "
@@ -197,7 +199,8 @@ def driver_error(exc: sqlite3.Error, path: str, what: str, busy_s: float) -> Way
                               f"damaged: cannot {what} ({exc})",
                               hint="point --store / WAYPOST_URL at a waypost store; if this "
                               "was one, restore it from a backup")
-    if code in _DAMAGED or "Could not decode" in str(exc):
+    said = str(exc)
+    if code in _DAMAGED or "Could not decode" in said or said.startswith(_SCHEMA_GONE):
         return IntegrityError(f"the store at {path} is damaged: cannot {what}: {exc}",
                               hint="see what is damaged with: waypost doctor; restore the "
                               "store from a backup")
@@ -205,54 +208,6 @@ def driver_error(exc: sqlite3.Error, path: str, what: str, busy_s: float) -> Way
         return StoreError(f"cannot {what}: the store at {path} is read-only here ({exc})",
                           hint="check the file's and its folder's permissions")
     return StoreError(f"the store at {path}: cannot {what}: {exc}")
-
-
-def integrity_diagnosis(db: sqlite3.Connection) -> Diagnosis:
-    """SQLite's own check of every page and index (`quick_check`): damage that reads may
-    trip over later, or that writes may spread."""
-    from waypost.store.records import Diagnosis, Status
-
-    try:
-        found = [row[0] for row in db.execute(f"PRAGMA quick_check({MAX_INTEGRITY_ERRORS})")]
-    except sqlite3.Error as exc:
-        found = [str(exc)]
-    if found == ["ok"]:
-        return Diagnosis(name="integrity", status=Status.OK, detail="quick_check: ok")
-    return Diagnosis(name="integrity", status=Status.FAIL,
-                     detail=f"the file is damaged ({'; '.join(found)[:500]}): restore it "
-                     "from a backup; `waypost verify` names the runs it can still read")
-
-
-LOW_DISK = 4 << 20  # bytes free below which doctor fails: the WAL alone may grow ~4 MiB
-LOW_DISK_WARN = 64 << 20  # ... and below which it warns
-
-
-def disk_diagnosis(path: str) -> Diagnosis:
-    """The space left on the disk holding the store's folder: a write that finds none
-    fails with exit 75, so doctor says it before the writes do."""
-    from waypost.store.records import Diagnosis, Status
-
-    folder = os.path.dirname(os.path.abspath(path))
-    try:
-        found = os.statvfs(folder)
-    except OSError as exc:
-        return Diagnosis(name="disk", status=Status.WARN,
-                         detail=f"cannot tell the space left in {folder}: {exc}")
-    free, size = found.f_bavail * found.f_frsize, found.f_blocks * found.f_frsize
-    said = f"{_size(free)} free of {_size(size)} on the disk holding {folder}"
-    status = Status.FAIL if free < LOW_DISK else Status.WARN if free < LOW_DISK_WARN else Status.OK
-    return Diagnosis(name="disk", status=status, detail=said + {
-        Status.FAIL: ": the disk is full or nearly, so writes fail with exit 75 (disk full);"
-        " free some space there", Status.WARN: ": free space is low"}.get(status, ""))
-
-
-def _size(count: int) -> str:
-    amount, unit = float(count), "bytes"
-    for larger in ("KiB", "MiB", "GiB", "TiB"):
-        if amount < 1024:
-            break
-        amount, unit = amount / 1024, larger
-    return f"{count} bytes" if unit == "bytes" else f"{amount:.1f} {unit}"
 
 
 class Transaction:
@@ -281,7 +236,7 @@ class Transaction:
             begin_immediate(db, file.busy_s)
         except BaseException as exc:
             file.let_go()
-            if self._what is None or not isinstance(exc, sqlite3.Error):
+            if self._what is None or not isinstance(exc, DRIVER_ERRORS):
                 raise
             raise file.error(exc, self._what) from exc
         self._db = db
@@ -298,11 +253,11 @@ class Transaction:
                     return
                 except BaseException as failed:
                     self._roll_back(db)
-                    if what is None or not isinstance(failed, sqlite3.Error):
+                    if what is None or not isinstance(failed, DRIVER_ERRORS):
                         raise
                     raise self._file.error(failed, what) from failed
             self._roll_back(db)
-            if what is not None and isinstance(exc, sqlite3.Error):
+            if what is not None and isinstance(exc, DRIVER_ERRORS):
                 raise self._file.error(exc, what) from exc
         finally:
             self._file.let_go()
@@ -351,7 +306,7 @@ class StoreFile:
             elif version > SCHEMA_VERSION:
                 self.refusal = write_refusal(self.path, version, SCHEMA_VERSION,
                                              self.meta(db, MIN_WRITER))
-        except sqlite3.Error as exc:
+        except DRIVER_ERRORS as exc:
             self.db = None
             db.close()
             raise self.error(exc, "open it") from exc
@@ -392,7 +347,7 @@ class StoreFile:
                            hint=f"create it with: waypost init --store {self.path}")
         return self.db
 
-    def error(self, exc: sqlite3.Error, what: str) -> WaypostError:
+    def error(self, exc: DriverError, what: str) -> WaypostError:
         return driver_error(exc, self.path, what, self.busy_s)
 
     def hold(self, what: str) -> None:
@@ -434,7 +389,7 @@ class StoreFile:
             db = self.connection()
             try:
                 yield db
-            except sqlite3.Error as exc:
+            except DRIVER_ERRORS as exc:
                 raise self.error(exc, what) from exc
 
     def create(self) -> None:

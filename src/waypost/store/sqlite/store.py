@@ -35,12 +35,7 @@ from waypost.store.shared import (
     stop_turn_setting,
 )
 from waypost.store.shared import busy_timeout as busy_timeout_setting
-from waypost.store.sqlite.setup import (
-    SCHEMA_VERSION,
-    StoreFile,
-    disk_diagnosis,
-    integrity_diagnosis,
-)
+from waypost.store.sqlite.setup import SCHEMA_VERSION, StoreFile
 from waypost.store.sqlite.side import SqliteSide
 
 if TYPE_CHECKING:  # made where they are used: a heartbeat makes none
@@ -382,6 +377,7 @@ class SqliteStore(SqliteSide):
         """How it opened, the durability settings every guarantee rests on, and whether
         the file is whole (SQLite's quick_check)."""
         from waypost.store.records import Diagnosis, Status
+        from waypost.store.sqlite.checks import disk_diagnosis, integrity_diagnosis
 
         with self._reading("check the file") as db:
             integrity = integrity_diagnosis(db)
