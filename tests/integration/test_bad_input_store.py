@@ -392,6 +392,27 @@ def _versions(path: Path, runs: tuple[str, str]) -> dict[str, int] | None:
         return None
 
 
+@pytest.mark.parametrize("edit", [
+    "UPDATE sqlite_master SET sql = replace(sql, 'lease_owner', 'lease_ownxr')"
+    " WHERE name = 'deliveries'",  # a column renamed under waypost's statements
+    "UPDATE sqlite_master SET sql = sql || CAST(X'D8' AS TEXT) WHERE name = 'runs'",
+])  # text the driver cannot decode, in the schema it reads on opening
+def test_a_damaged_schema_is_damage_never_a_bug(template: tuple[Path, str, str],
+                                                tmp_path: Path, edit: str) -> None:
+    source, moving, blocked = template
+    path = tmp_path / "w.db"
+    shutil.copy(source, path)
+    with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as db:
+        db.execute("PRAGMA writable_schema = ON")
+        db.execute(edit)
+    for verb in [("heartbeat", moving, "--note", "x"), ("show", moving), ("ls",),
+                 ("unblock", blocked, "b1", "--resolution", "fine"), ("verify",)]:
+        code, _, err = call(str(path), *verb, "--json", actor="w1")
+        assert code in DOCUMENTED, f"{verb} → {code}: {err}"
+        if code:
+            assert json.loads(err)["error"]["code"] in ("integrity", "not_found"), err
+
+
 @settings(max_examples=1000 if LONG else 60, deadline=None, derandomize=not LONG,
           suppress_health_check=[HealthCheck.function_scoped_fixture,
                                  HealthCheck.too_slow])
