@@ -1,9 +1,11 @@
 """1. Durable transition: one event + packet committed with synchronous=FULL, per second.
 
 Subject: `waypost.Run(...).heartbeat()` on a SQLite store (decide, hash-chain, commit event +
-packet under the version guard). Beside it, `Store.commit` alone (the same heartbeats built
-before the clock starts): the store's share of a transition; and waypost's SQL alone: the
-statements a heartbeat's commit runs (BEGIN IMMEDIATE, the guarded UPDATE, the event INSERT,
+packet under the version guard); and the same through a new `Run` each time, which reads
+the run and checks its head event's hash first (a one-shot CLI write's path). Beside
+them, `Store.commit` alone (the same heartbeats built before the clock starts): the
+store's share of a transition; and waypost's SQL alone: the statements a heartbeat's
+commit runs (BEGIN IMMEDIATE, the guarded UPDATE, the event INSERT,
 COMMIT) on waypost's own schema, every parameter made before the clock starts, on a bare
 `sqlite3` connection: the floor of this schema and these statements, which no Python around
 them can beat. Baselines, in the same rounds:
@@ -37,6 +39,7 @@ from waypost.model import Packet, to_json
 from waypost.store.sqlite.write import INSERT_EVENT, STEADY_UPDATE, columns, event_row
 
 WAYPOST = "waypost Run.heartbeat()"
+FRESH = "waypost heartbeat from a fresh read (a new Run each)"
 COMMIT_ONLY = "waypost Store.commit alone (event pre-built)"
 SQL_ONLY = "waypost's SQL alone (parameters pre-built; the floor)"
 RAW = "raw sqlite3: insert 1 KB event + upsert 2 KB packet"
@@ -46,6 +49,7 @@ FSYNC = "append 1 KB + fsync (disk limit)"
 VS_RAW = "waypost / raw sqlite3"
 VS_LANGGRAPH = "waypost / LangGraph put"
 VS_FSYNC = "waypost / fsync"
+FRESH_VS_REUSED = "heartbeat from a fresh read / Run.heartbeat()"
 COMMIT_VS_RAW = "Store.commit alone / raw sqlite3"
 SQL_VS_RAW = "waypost's SQL alone / raw sqlite3"
 SQL_VS_LANGGRAPH = "waypost's SQL alone / LangGraph put"
@@ -81,6 +85,24 @@ def waypost_heartbeat(folder: Path, stack: ExitStack) -> tuple[Operation, int]:
 
     heartbeat()
     return heartbeat, len(to_json(worker.packet))
+
+
+def waypost_fresh_heartbeat(folder: Path, stack: ExitStack) -> Operation:
+    """A heartbeat through a new `Run` handle each time: it reads the run (its packet and
+    head event), checks the head event's hash, decides and commits, as every one-shot CLI
+    write does, and every write after another writer moved the run. `Run.heartbeat()`
+    above reuses the packet its handle wrote last, so skips that read and that check."""
+    store = stack.enter_context(waypost.open_store(str(folder / "fresh.db")))
+    worker = _claimed_run(store)
+    counter = iter(range(10**9))
+
+    def heartbeat() -> object:
+        step = next(counter)
+        handle = waypost.Run(store, worker.id, actor=worker.actor, epoch=worker.epoch)
+        return handle.heartbeat(note=f"step {step}: still reproducing the race", progress=0.5)
+
+    heartbeat()
+    return heartbeat
 
 
 def waypost_commit_only(folder: Path, stack: ExitStack) -> Callable[[int], float]:
@@ -234,7 +256,9 @@ def run(folder: Path, *, rounds: int, batch: int) -> Section:
                       "synchronous=FULL", unit="ops/s", higher_is_better=True)
     with ExitStack() as stack:
         heartbeat, packet_bytes = waypost_heartbeat(folder, stack)
-        ops: dict[str, Operation] = {WAYPOST: heartbeat, RAW: raw_sqlite(folder, stack)}
+        ops: dict[str, Operation] = {WAYPOST: heartbeat,
+                                     FRESH: waypost_fresh_heartbeat(folder, stack),
+                                     RAW: raw_sqlite(folder, stack)}
         if langgraph_available():
             ops[LANGGRAPH] = langgraph_put(folder, stack)
         else:
@@ -249,12 +273,13 @@ def run(folder: Path, *, rounds: int, batch: int) -> Section:
         sql_only = waypost_sql_only(folder, stack)
         subjects[SQL_ONLY] = lambda: sql_only(batch)
         samples = interleave(subjects, rounds)
-    order = (WAYPOST, COMMIT_ONLY, SQL_ONLY, *ops)
+    order = (WAYPOST, FRESH, COMMIT_ONLY, SQL_ONLY, *ops)
     section.figures = figures({name: samples[name] for name in dict.fromkeys(order)})
     section.add_ratio(VS_RAW, WAYPOST, RAW)
     if LANGGRAPH in ops:
         section.add_ratio(VS_LANGGRAPH, WAYPOST, LANGGRAPH)
     section.add_ratio(VS_FSYNC, WAYPOST, FSYNC)
+    section.add_ratio(FRESH_VS_REUSED, FRESH, WAYPOST)
     section.add_ratio(COMMIT_VS_RAW, COMMIT_ONLY, RAW)
     section.add_ratio(SQL_VS_RAW, SQL_ONLY, RAW)
     if LANGGRAPH in ops:

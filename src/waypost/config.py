@@ -10,7 +10,7 @@ from typing import Any
 import msgspec
 
 from waypost.durations import parse_duration
-from waypost.errors import InvalidInput
+from waypost.errors import InvalidInput, NotFound
 
 CONFIG_FILE = "waypost.toml"
 
@@ -54,7 +54,18 @@ def _is_file(path: str) -> bool:
     except OSError as exc:
         if exc.errno in (errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP):
             return False
-        raise
+        if exc.errno in (errno.EACCES, errno.EPERM):
+            raise unreadable(path) from exc
+        raise InvalidInput(f"cannot look at {path}: {exc.strerror or exc}") from exc
+
+
+def unreadable(path: str) -> NotFound:
+    """A file (a store, its folder, a config) this user may not read: there is one, but not
+    for this user (exit 4, as for none), named with what to check."""
+    return NotFound(f"permission denied: this user may not read {path} (or a folder on "
+                    "its way)", hint="check the file's and its folders' owner and mode, run "
+                    "as the user who owns the store, or point --store / WAYPOST_URL "
+                    "elsewhere")
 
 
 def find_config(start: str | os.PathLike[str] | None = None) -> str | None:

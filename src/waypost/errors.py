@@ -10,7 +10,8 @@
     │   ├── NotAuthorized              the actor may not do this
     │   ├── Unauthenticated            no valid token: unknown, expired or revoked
     │   └── IntegrityError             `verify` found a broken chain or fold
-    ├── NotFound                    4  run, blocker, artifact or store missing
+    ├── NotFound                    4  run, blocker, artifact or store missing (or a store
+    │                                  this user may not read)
     ├── Conflict                    5  idempotency key reuse, version conflict
     │   ├── IdempotencyConflict
     │   └── VersionConflict

@@ -58,11 +58,12 @@ def test_ratios_pair_the_samples_of_each_round() -> None:
 def test_durable_section_has_every_figure_and_ratio(tmp_path: Path) -> None:
     section = durable.run(tmp_path, rounds=2, batch=2)
     names = [f.name for f in section.figures]
-    assert names[:4] == [durable.WAYPOST, durable.COMMIT_ONLY, durable.SQL_ONLY, durable.RAW]
+    assert names[:5] == [durable.WAYPOST, durable.FRESH, durable.COMMIT_ONLY, durable.SQL_ONLY,
+                         durable.RAW]
     assert durable.FSYNC in names
     assert all(len(f.samples) == 2 and f.low > 0 for f in section.figures)
     labels = {r.label for r in section.ratios}
-    assert {durable.VS_RAW, durable.VS_FSYNC, durable.COMMIT_VS_RAW,
+    assert {durable.VS_RAW, durable.VS_FSYNC, durable.FRESH_VS_REUSED, durable.COMMIT_VS_RAW,
             durable.SQL_VS_RAW} <= labels
     assert (durable.VS_LANGGRAPH in labels) == durable.langgraph_available()
     assert (durable.SQL_VS_LANGGRAPH in labels) == durable.langgraph_available()

@@ -13,7 +13,7 @@ import jsonschema
 import pytest
 
 from tests.helpers import Cli
-from waypost.errors import InvalidInput
+from waypost.errors import InvalidInput, NotFound
 from waypost.store import STORE_DIR, STORE_FILE, find_default, open_store
 
 
@@ -238,7 +238,7 @@ def test_an_unreadable_store_folder_is_an_error_not_a_reason_to_look_further_up(
 
     assert find_default(tmp_path / "project") == str(inner)
     monkeypatch.setattr(os, "stat", stat)
-    with pytest.raises(PermissionError):
+    with pytest.raises(NotFound, match=f"permission denied: this user may not read {inner}"):
         find_default(tmp_path / "project")
 
 

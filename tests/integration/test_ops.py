@@ -48,7 +48,7 @@ def test_doctor_passes_a_fresh_sqlite_store(cli: Cli) -> None:
     assert outcome.code == 0, outcome.err
     checks = _checks(outcome.out)
     assert list(checks) == ["connect", "schema", "journal_mode", "synchronous", "integrity",
-                            "runs", "watchers", "credentials"]
+                            "disk", "runs", "history", "watchers", "credentials"]
     assert {c["status"] for c in checks.values()} == {"ok"}
     assert checks["schema"]["detail"] == f"version {SCHEMA_VERSION} (latest)"
 
@@ -101,7 +101,7 @@ def test_migrate_then_doctor_on_postgres(pg_url: str) -> None:
     code, out, err = _waypost("doctor", "--store", pg_url, "--json")
     assert code == 0, out + err
     checks = _checks(out)
-    assert list(checks) == ["connect", "schema", "clock_skew", "runs", "watchers",
+    assert list(checks) == ["connect", "schema", "clock_skew", "runs", "history", "watchers",
                             "credentials"]
     assert {c["status"] for c in checks.values()} == {"ok"}
     assert "PostgreSQL" in checks["connect"]["detail"]

@@ -111,7 +111,7 @@ def test_a_stale_write_is_refused_by_either_update(tmp_path: Path, clock: FakeCl
         snap = store.load(run_id)
         clock.advance(1)
         write = prepare(snap, [(Heartbeat(note="late"), 1)], actor="w", at=clock())
-        stale = prepare(Snapshot(write.packet, write.events[-1].hash),
+        stale = prepare(Snapshot.chained(write.packet, write.events[-1].hash),
                         [(Heartbeat(note="later"), 1)], actor="w", at=clock())
         with pytest.raises(VersionConflict), store._writing("commit") as db:
             sqlite_write.commit_one(db, stale)  # decided from a version not yet written

@@ -18,7 +18,7 @@ import pytest
 
 from tests.helpers import Cli, FakeClock
 from waypost.core.history import verify_run
-from waypost.errors import StoreBusy, StoreError
+from waypost.errors import DiskFull, StoreBusy
 from waypost.model import Kind
 from waypost.store import open_store
 from waypost.store.shared import Skipped
@@ -297,11 +297,11 @@ def test_a_full_disk_says_so_and_loses_nothing(tmp_path: Path, clock: FakeClock)
         assert db is not None
         (pages,) = db.execute("PRAGMA page_count").fetchone()
         db.execute(f"PRAGMA max_page_count = {pages}")  # as if the disk had filled up
-        with pytest.raises(StoreError, match="disk full") as caught:
+        with pytest.raises(DiskFull, match="disk full") as caught:
             _fill(run)
         assert str(tmp_path / "w.db") in caught.value.message
         assert "rollback" not in caught.value.message
-        with pytest.raises(StoreError, match="disk full"):
+        with pytest.raises(DiskFull, match="disk full"):
             store.put_blob(os.urandom(20_000))
         kept = store.get(run.id)
         assert kept.version >= before.version

@@ -8,12 +8,15 @@ import sqlite3
 from contextlib import closing
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from tests.helpers import FakeClock
+from waypost.core.history import event_hash
 from waypost.core.writes import Due
 from waypost.durations import new_run_id
-from waypost.model import Kind, State
+from waypost.events import Event
+from waypost.model import Kind, State, from_json, to_json
 from waypost.store import open_store
 from waypost.store.sqlite.watch import due_sql
 from waypost.usecases import starting, watchdog
@@ -36,13 +39,15 @@ def _fill(path: Path, clock: FakeClock) -> None:
     event_row = db.execute("SELECT seq, type, at, actor, body FROM events WHERE run_id = ?",
                            (template.id,)).fetchone()
     due_ids = [new_run_id(clock()) for _ in range(DUE - 1)]
+    events = {rid: _rechained(event_row[4], template.id, rid) for rid in due_ids}
     db.executemany(
         "INSERT INTO runs (id, version, state, owner, head_hash, fingerprint, created_at,"
         " updated_at, next_check_at, packet) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        [(rid, *run_row[:8], run_row[8].replace(template.id, rid)) for rid in due_ids])
+        [(rid, *run_row[:3], events[rid].hash, *run_row[4:8],
+          run_row[8].replace(template.id, rid)) for rid in due_ids])
     db.executemany(
         "INSERT INTO events (run_id, seq, type, at, actor, body) VALUES (?, ?, ?, ?, ?, ?)",
-        [(rid, *event_row[:4], event_row[4].replace(template.id, rid)) for rid in due_ids])
+        [(rid, *event_row[:4], to_json(events[rid]).decode()) for rid in due_ids])
     later = run_row[7] + 86400.0
     db.executemany(
         "INSERT INTO runs (id, version, state, owner, head_hash, fingerprint, created_at,"
@@ -51,6 +56,15 @@ def _fill(path: Path, clock: FakeClock) -> None:
         ((f"wp_not_due_{i:07d}", later if i % 2 else None) for i in range(STORED - DUE)))
     db.execute("COMMIT")
     db.close()
+
+
+def _rechained(body: str, template: str, run_id: str) -> Event:
+    """The template's first event as the first event of `run_id`, hashed as its own (a
+    write checks the head event it chains onto)."""
+    event = from_json(body.replace(template, run_id), Event)
+    return msgspec.structs.replace(event, hash=event_hash(
+        prev_hash=event.prev_hash, run_id=run_id, seq=event.seq, at=event.at,
+        actor=event.actor, epoch=event.epoch, data=event.data))
 
 
 @pytest.mark.slow
@@ -65,7 +79,9 @@ def test_a_sweep_over_200k_runs_touches_only_the_1000_due(tmp_path: Path) -> Non
                 {"now": now.timestamp(), "limit": 500, "after_at": 0.0, "after_id": "",
                  "owner": "alice"})]
             assert plan == ["SEARCH runs USING INDEX runs_next_check "
-                            "(next_check_at>? AND next_check_at<?)"]
+                            "(next_check_at>? AND next_check_at<?)",
+                            "CORRELATED SCALAR SUBQUERY 1",  # each due run's head event
+                            "SEARCH events USING PRIMARY KEY (run_id=? AND seq=?)"]
     db.close()
     with open_store(str(path)) as store:
         read: list[Due] = []

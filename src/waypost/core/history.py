@@ -10,12 +10,22 @@ from datetime import UTC, datetime
 from math import isfinite
 from typing import Protocol, cast
 
+import msgspec
+
 from waypost.core import outbox
 from waypost.core.machine import apply
 from waypost.core.writes import RunWrite, Snapshot
 from waypost.errors import IntegrityError, WaypostError
 from waypost.events import AnyEventData, BlockerOpened, Event, Heartbeat, Nudged
-from waypost.model import BlockerKind, NudgeTopic, OutboxItem, Packet, from_json, to_json
+from waypost.model import (
+    BlockerKind,
+    NudgeTopic,
+    OutboxItem,
+    Packet,
+    from_json,
+    json_decoder,
+    to_json,
+)
 
 GENESIS = "0" * 64
 
@@ -80,7 +90,10 @@ def prepare(snap: Snapshot, steps: Sequence[Step], *, actor: str, at: datetime) 
     here, before anything is written), and plan the outbox rows they cause.
 
     Every writer (workers and owners, the watchdog, resume, the relay) goes through this,
-    then `Store.commit_write`; the version guard there refuses a stale `snap`."""
+    then `Store.commit_write`; the version guard there refuses a stale `snap`, and
+    `check_head` here one whose head event was altered or damaged."""
+    if not snap.head_checked:
+        check_head(snap)
     before = packet = snap.packet
     head = snap.head_hash
     events: list[Event] = []
@@ -93,7 +106,42 @@ def prepare(snap: Snapshot, steps: Sequence[Step], *, actor: str, at: datetime) 
         events.append(event)
         packet, head = after, event.hash
     return RunWrite(run_id=before.id, expected_version=before.version, events=tuple(events),
-                    packet=packet, outbox=tuple(items))
+                    packet=packet, outbox=tuple(items), head=snap.head)
+
+
+def check_head(snap: Snapshot) -> None:
+    """Refuse to chain onto a run whose head event, as stored, does not hash to the head
+    the run records (`head_hash`): a new event would seal an edited or damaged history
+    under a valid link. Only the head is checked (one event decoded and hashed, the cost
+    of a write's own event); `verify` walks the whole chain. IntegrityError names the run
+    and the command that shows the damage; nothing is written."""
+    packet = snap.packet
+    run_id, seq = packet.id, packet.version
+    why = _head_fault(snap, run_id, seq)
+    if why:
+        raise IntegrityError(
+            f"run {run_id}: {why}: its history was altered or damaged, so nothing is "
+            "written to it", hint=f"see the damage with: waypost verify {run_id}; restore "
+            "the store from a backup (waypost doctor checks every run)")
+    snap.head_checked = True
+
+
+def _head_fault(snap: Snapshot, run_id: str, seq: int) -> str:
+    """What is wrong with a snapshot's stored head event, or "" when it holds."""
+    if snap.head is None:
+        return f"its head event (seq {seq}) is missing"
+    try:
+        event = json_decoder(Event).decode(snap.head)
+    except msgspec.MsgspecError as exc:
+        return f"its head event (seq {seq}) does not read ({str(exc)[:200]})"
+    if event.run_id != run_id or event.seq != seq:
+        return f"the event stored as its head (seq {seq}) is {event.run_id} seq {event.seq}"
+    digest = event_hash(prev_hash=event.prev_hash, run_id=event.run_id, seq=event.seq,
+                        at=event.at, actor=event.actor, epoch=event.epoch, data=event.data)
+    if digest != event.hash or digest != snap.head_hash:
+        return (f"its head event (seq {seq}) does not hash to the head the run records "
+                f"({snap.head_hash[:12]}…)")
+    return ""
 
 
 def _canonical(data: AnyEventData) -> AnyEventData:

@@ -18,13 +18,29 @@ if TYPE_CHECKING:  # a write's events are made where they are decided: reads nev
 
 
 class Snapshot:
-    """A packet as read, with the hash of its last event (what the next event chains to)."""
+    """A packet as read, with the hash of its last event (what the next event chains to)
+    and that event as stored (`head`: its JSON as read, None when the run has no event at
+    its version). A snapshot a writer makes of the write it just committed (`chained`)
+    holds no stored bytes: it made that head itself (`head_checked`)."""
 
-    __slots__ = ("head_hash", "packet")
+    __slots__ = ("head", "head_checked", "head_hash", "packet")
 
-    def __init__(self, packet: Packet, head_hash: str) -> None:
+    def __init__(self, packet: Packet, head_hash: str, head: bytes | str | None = None,
+                 ) -> None:
         self.packet = packet
         self.head_hash = head_hash
+        self.head = head
+        self.head_checked = False
+
+    @classmethod
+    def chained(cls, packet: Packet, head_hash: str, head: bytes | str | None = None,
+                ) -> Snapshot:
+        """The snapshot of a write this process just made, with the JSON of the event it
+        wrote last (`head`): that head needs no hash check, and the next write's commit
+        still refuses it if the stored event is no longer that JSON."""
+        snap = cls(packet, head_hash, head)
+        snap.head_checked = True
+        return snap
 
 
 class Due(Snapshot):
@@ -32,8 +48,10 @@ class Due(Snapshot):
 
     __slots__ = ("due_at",)
 
-    def __init__(self, packet: Packet, head_hash: str, due_at: datetime) -> None:
+    def __init__(self, packet: Packet, head_hash: str, due_at: datetime,
+                 head: bytes | str | None = None) -> None:
         self.packet, self.head_hash = packet, head_hash  # as Snapshot's, without the call
+        self.head, self.head_checked = head, False
         self.due_at = due_at
 
 
@@ -45,6 +63,9 @@ class RunWrite(msgspec.Struct, frozen=True, kw_only=True):
     events: tuple[Event, ...]
     packet: Packet
     outbox: tuple[OutboxItem, ...] = ()
+    # the JSON of the head event the write chains onto, as read or as written: the commit
+    # is refused if the stored head event is no longer that (None: not guarded)
+    head: bytes | str | None = None
 
 
 class Deferral(msgspec.Struct, frozen=True, kw_only=True):

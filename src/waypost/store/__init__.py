@@ -49,6 +49,7 @@ def open_store(url: str | None = None, *, create: bool = True,
                 hint="create one with: waypost init  (or set WAYPOST_URL / pass --store)",
             )
         url = found
+    check_url(url)
     if url.startswith(POSTGRES_SCHEMES):
         return open_postgres(url)
     from waypost.store.sqlite.store import SqliteStore
@@ -56,8 +57,17 @@ def open_store(url: str | None = None, *, create: bool = True,
     return SqliteStore(sqlite_path(url), create=create, group_commit=group_commit)
 
 
+def check_url(url: str) -> None:
+    """Refuse a store URL no file system or server takes: one holding a NUL byte (the OS
+    would refuse the path deep inside a driver, as a crash)."""
+    if "\x00" in url:
+        raise InvalidInput(f"bad store URL {url[:200]!r}: it holds a NUL byte",
+                           hint="pass a path or URL without NUL (--store / WAYPOST_URL)")
+
+
 def sqlite_path(url: str) -> str:
     """The file a `sqlite:///…` URL or a plain path names."""
+    check_url(url)
     if url.startswith("sqlite:"):
         rest = url.removeprefix("sqlite:")
         if not rest.startswith("///"):

@@ -114,7 +114,8 @@ class Store(ABC):
 
     @abstractmethod
     def load(self, run_id: str) -> Snapshot:
-        """The current packet and its head hash, or NotFound."""
+        """The current packet, its head hash and its head event as stored (the bytes a
+        write checks before chaining onto them, `history.check_head`), or NotFound."""
 
     @abstractmethod
     def commit_write(self, write: RunWrite) -> None:
@@ -316,6 +317,7 @@ class Store(ABC):
         the due runs, never with the stored runs. Runs with no next check never match.
         A row that does not decode is left out and noted in `skipped` (when given); the
         page is filled past it, so fewer than `limit` rows still means the last page.
+        Each run comes with its head event as stored, as from `load`.
         """
 
     @abstractmethod

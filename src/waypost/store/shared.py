@@ -83,6 +83,16 @@ def write_refusal(where: str, version: int, latest: int, min_writer: str | None)
         hint="upgrade waypost on this host (pip install -U waypost)")
 
 
+def head_changed(run_id: str, seq: int) -> IntegrityError:
+    """A write refused at commit because the run's head event is no longer stored as the
+    writer read it (or wrote it): it was altered behind the writer's back."""
+    return IntegrityError(
+        f"run {run_id}: its head event (seq {seq}) was altered since this writer read it: "
+        "its history was altered or damaged, so nothing is written to it",
+        hint=f"see the damage with: waypost verify {run_id}; restore the store from a "
+        "backup (waypost doctor checks every run)")
+
+
 def check_setting(name: str, value: str | None) -> None:
     """Refuse a setting's name or value that is malformed or too long."""
     if not name or len(name) > MAX_SETTING_NAME or not set(name) <= SETTING_NAME_CHARS:
@@ -142,7 +152,8 @@ def readable_packets(decoder: msgspec.json.Decoder[Packet],
     return packets
 
 
-DueRow = tuple[str, bytes | str, str, datetime]  # run id, packet JSON, head hash, due at
+# run id, packet JSON, head hash, due at, head event JSON (None: missing)
+DueRow = tuple[str, bytes | str, str, datetime, bytes | str | None]
 
 
 def due_page(fetch: Callable[[tuple[datetime, str] | None, int], list[DueRow]],
@@ -155,9 +166,9 @@ def due_page(fetch: Callable[[tuple[datetime, str] | None, int], list[DueRow]],
     while True:
         wanted = limit - len(page)
         rows = fetch(after, wanted)
-        for run_id, body, head, due_at in rows:
+        for run_id, body, head, due_at, event in rows:
             try:
-                page.append(Due(decoder.decode(body), head, due_at))
+                page.append(Due(decoder.decode(body), head, due_at, event))
             except msgspec.MsgspecError as exc:
                 if skipped is not None:
                     skipped.append(Skipped(run_id=run_id, reason=f"unreadable packet: {exc}"))

@@ -56,6 +56,7 @@ from waypost.model import (
     Packet,
     Verdict,
     Waiver,
+    to_json,
 )
 from waypost.store.base import Store, retry_conflicts
 from waypost.usecases.fields import check_targets, checked_text
@@ -139,7 +140,8 @@ class Run:
 
     def _commit(self, write: RunWrite) -> Packet:
         self.store.commit_write(write)
-        self._last = Snapshot(write.packet, write.events[-1].hash)
+        last = write.events[-1]
+        self._last = Snapshot.chained(write.packet, last.hash, to_json(last))
         return write.packet
 
     # --- the worker's verbs -----------------------------------------------------------

@@ -222,7 +222,7 @@ def _plan(due: Due, actor: str, now: datetime, relays: _Relays) -> Planned | Non
                 break
             write = prepare(snap, [(step, None)], actor=actor, at=now)
             planned.append((write, _action(write, step)))
-            snap = Snapshot(write.packet, write.events[-1].hash)
+            snap = Snapshot.chained(write.packet, write.events[-1].hash)
     except WaypostError:
         return None
     return planned

@@ -16,7 +16,7 @@ import msgspec
 import psycopg
 from psycopg import sql
 
-from waypost.errors import IntegrityError, StoreBusy, StoreError, WaypostError
+from waypost.errors import DiskFull, IntegrityError, StoreBusy, StoreError, WaypostError
 from waypost.model import State
 from waypost.store.postgres.setup import Database, lock_key
 from waypost.store.records import SweeperLock
@@ -62,7 +62,7 @@ def wrapped(exc: psycopg.Error, action: str, where: str) -> WaypostError:
                          " nothing was written",
                          hint="try again; to wait longer, set WAYPOST_BUSY_TIMEOUT (e.g. 2m)")
     if isinstance(exc, psycopg.errors.DiskFull):
-        return StoreError(f"disk full: cannot {action}: the database server of {where} has "
+        return DiskFull(f"disk full: cannot {action}: the database server of {where} has "
                           f"no room ({said}); nothing was written, and what was committed "
                           "before is intact", hint="free space on the database server's disk,"
                           " then try again")

@@ -56,6 +56,7 @@ from waypost.store.shared import (
     check_setting,
     decode_packet,
     due_page,
+    head_changed,
     readable_packets,
 )
 from waypost.store.shared import busy_timeout as busy_timeout_setting
@@ -75,7 +76,17 @@ _UPDATE_RUN: LiteralString = (
     " next_check_at = CASE WHEN next_check_at IS NULL OR %s::timestamptz IS NULL"
     " OR %s < next_check_at OR next_check_at <= %s THEN %s ELSE next_check_at END"
     " WHERE id = %s AND version = %s")
+# ... and only if the run's head event is still stored as the write read it, or wrote it
+# (`RunWrite.head`, as `_jsonb` stores it): a head edited since is not sealed under a new one
+_HEAD_GUARD: LiteralString = (
+    " AND EXISTS (SELECT 1 FROM events h WHERE h.run_id = runs.id AND h.seq = runs.version"
+    " AND h.body = %s::jsonb AND h.body_text IS NOT DISTINCT FROM %s)")
+_UPDATE_RUN_HEAD: LiteralString = _UPDATE_RUN + _HEAD_GUARD
 _EVENT_COLUMNS: LiteralString = "run_id, seq, type, at, actor, body, body_text"
+# a run's head event as stored, beside its row (what a write checks first,
+# `history.check_head`)
+_HEAD_EVENT: LiteralString = ("(SELECT coalesce(body_text, body::text) FROM events"
+                              " WHERE run_id = runs.id AND seq = runs.version)")
 
 
 def _jsonb(obj: object) -> tuple[str, str | None]:
@@ -84,7 +95,14 @@ def _jsonb(obj: object) -> tuple[str, str | None]:
     jsonb cannot hold U+0000 and turns -0.0 into 0: such documents keep their exact text
     beside a jsonb copy (NUL shown as U+FFFD), so they read back identical and verify.
     """
-    exact = to_json(obj)
+    return _jsonb_text(to_json(obj))
+
+
+def _jsonb_text(exact: bytes | str) -> tuple[str, str | None]:
+    """`_jsonb` of a document already JSON: as written, or as read back (jsonb's own text
+    holds neither a NUL nor -0.0, so a document read back is stored the way it reads)."""
+    if isinstance(exact, str):
+        exact = exact.encode()
     if _NUL not in exact and b"-0.0" not in exact:
         return exact.decode(), None
     return exact.replace(_NUL, b"\\ufffd").decode(), exact.decode()
@@ -179,9 +197,10 @@ class PostgresStore(PostgresSide):
             # trip instead of four (BEGIN, UPDATE, INSERT, COMMIT)
             with self._cursor(f"write run {write.run_id}", write=True,
                               one_statement=True) as cur:
-                cur.execute(f"WITH moved AS ({_UPDATE_RUN} RETURNING id) INSERT INTO events"
+                update = _UPDATE_RUN if write.head is None else _UPDATE_RUN_HEAD
+                cur.execute(f"WITH moved AS ({update} RETURNING id) INSERT INTO events"
                             f" ({_EVENT_COLUMNS}) SELECT id, %s, %s, %s, %s, %s, %s FROM moved",
-                            (*self._update_params(write),
+                            (*self._update_params(write, guard=True),
                              *self._event_params(write.events[0])[1:]))
                 if cur.rowcount != 1:
                     self._explain_miss(cur, write.run_id, write.expected_version)
@@ -195,7 +214,10 @@ class PostgresStore(PostgresSide):
         were checked under row locks before, so every row must match."""
         items = [item for w in writes for item in w.outbox]
         outbox_sql.lock_finals(cur, items)
-        cur.executemany(_UPDATE_RUN, [self._update_params(w) for w in writes])
+        if len(writes) == 1 and writes[0].head is not None:  # a page's heads were checked
+            cur.execute(_UPDATE_RUN_HEAD, self._update_params(writes[0], guard=True))
+        else:
+            cur.executemany(_UPDATE_RUN, [self._update_params(w) for w in writes])
         if cur.rowcount != len(writes):
             if len(writes) == 1:
                 self._explain_miss(cur, writes[0].run_id, writes[0].expected_version)
@@ -204,11 +226,14 @@ class PostgresStore(PostgresSide):
         self._insert_events(cur, [e for w in writes for e in w.events])
         outbox_sql.queue(cur, items)
 
-    def _update_params(self, write: RunWrite) -> tuple[object, ...]:
+    def _update_params(self, write: RunWrite, *, guard: bool = False) -> tuple[object, ...]:
+        """`_UPDATE_RUN`'s parameters; with `guard`, `_HEAD_GUARD`'s too (of a write that
+        names its head)."""
         version, state, owner, head, updated, due, *packet = self._columns(
             write.packet, write.events[-1])
+        guards = _jsonb_text(write.head) if guard and write.head is not None else ()
         return (version, state, owner, head, updated, *packet, due, due, updated, due,
-                write.run_id, write.expected_version)
+                write.run_id, write.expected_version, *guards)
 
     @staticmethod
     def _columns(packet: Packet, last: Event) -> tuple[object, ...]:
@@ -220,6 +245,8 @@ class PostgresStore(PostgresSide):
         row = cur.execute("SELECT version FROM runs WHERE id = %s", (run_id,)).fetchone()
         if row is None:
             raise NotFound(f"no run {run_id}", hint="list runs with: waypost ls")
+        if row[0] == expected:  # the version held: the head guard did not
+            raise head_changed(run_id, expected)
         raise VersionConflict(
             f"run {run_id} is at version {row[0]}, not {expected}: another write came first",
             hint=f"read it again: waypost show {run_id}",
@@ -239,11 +266,12 @@ class PostgresStore(PostgresSide):
 
     def load(self, run_id: str) -> Snapshot:
         rows = self._rows(f"read run {run_id}",
-                          "SELECT coalesce(packet_text, packet::text), head_hash FROM runs"
-                          " WHERE id = %s", (run_id,))
+                          "SELECT coalesce(packet_text, packet::text), head_hash,"
+                          f" {_HEAD_EVENT} FROM runs WHERE id = %s", (run_id,))
         if not rows:
             raise NotFound(f"no run {run_id}", hint="list runs with: waypost ls")
-        return Snapshot(decode_packet(_packet_decoder, run_id, rows[0][0]), rows[0][1])
+        packet, head_hash, head = rows[0]
+        return Snapshot(decode_packet(_packet_decoder, run_id, packet), head_hash, head)
 
     def events(self, run_id: str) -> list[Event]:
         rows = self._rows(f"read the events of run {run_id}",

@@ -67,7 +67,9 @@ def due_rows(cur: Cursor, *, now: datetime, owner: str | None,
     """Read through the partial index on (next_check_at, id): no scan of runs not due.
     The packets come as JSON, decoded by the caller (which skips one that does not)."""
     query: LiteralString = ("SELECT id, coalesce(packet_text, packet::text), head_hash,"
-                            " next_check_at FROM runs WHERE next_check_at <= %s")
+                            " next_check_at, (SELECT coalesce(e.body_text, e.body::text)"
+                            " FROM events e WHERE e.run_id = runs.id AND e.seq = runs.version)"
+                            " FROM runs WHERE next_check_at <= %s")
     params: list[object] = [now]
     if after is not None:
         query += " AND (next_check_at, id) > (%s, %s)"
@@ -77,8 +79,8 @@ def due_rows(cur: Cursor, *, now: datetime, owner: str | None,
         params.append(owner)
     query += " ORDER BY next_check_at, id LIMIT %s"
     params.append(int(limit))
-    return [(run_id, packet, head, due)
-            for run_id, packet, head, due in cur.execute(query, params).fetchall()]
+    return [(run_id, packet, head, due, event)
+            for run_id, packet, head, due, event in cur.execute(query, params).fetchall()]
 
 
 _DEFER: LiteralString = "UPDATE runs SET next_check_at = %s WHERE id = %s AND version = %s"

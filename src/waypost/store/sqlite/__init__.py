@@ -2,6 +2,7 @@
 
     store.py    `SqliteStore`: the contract's operations, the read lock, group commit's use
     setup.py    the file and its connection, the migrations, what the driver's errors mean
+    checks.py   what doctor checks of the file: its pages, and the disk's free space
     write.py    the one guarded write of events + packet (+ outbox rows), and group commit
     side.py     the operations whose SQL lives in the modules below
     api.py      the change feed a board follows, and bearer tokens

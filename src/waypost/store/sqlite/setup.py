@@ -9,6 +9,7 @@ a damaged file (IntegrityError), each naming the store.
 
 from __future__ import annotations
 
+import errno
 import os
 import sqlite3
 import stat
@@ -16,9 +17,10 @@ import time
 from _thread import RLock  # what threading.RLock is, without importing threading
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
-from typing import TYPE_CHECKING
 
+from waypost.config import unreadable
 from waypost.errors import (
+    DiskFull,
     IntegrityError,
     InvalidInput,
     NotFound,
@@ -29,9 +31,6 @@ from waypost.errors import (
 )
 from waypost.store.shared import BUSY_TIMEOUT_ENV, MIN_WRITER, write_refusal
 
-if TYPE_CHECKING:  # made where they are used: a heartbeat makes none
-    from waypost.store.records import Diagnosis
-
 SCHEMA_VERSION = 11
 MIGRATIONS = ("sqlite.sql", "sqlite_2_outbox.sql", "sqlite_3_delivery.sql",
               "sqlite_4_watchers.sql", "sqlite_5_watcher_role.sql", "sqlite_6_runs_rowid.sql",
@@ -39,7 +38,12 @@ MIGRATIONS = ("sqlite.sql", "sqlite_2_outbox.sql", "sqlite_3_delivery.sql",
               "sqlite_9_session.sql", "sqlite_10_tokens.sql", "sqlite_11_rules_in_writers.sql")
 _BUSY = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
 _DAMAGED = (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
-MAX_INTEGRITY_ERRORS = 20  # what `doctor` lists of a damaged file
+# what the driver raises: its errors, and text it cannot decode (a damaged schema's, whose
+# bytes the driver puts in its error message)
+DRIVER_ERRORS = (sqlite3.Error, UnicodeDecodeError)
+DriverError = sqlite3.Error | UnicodeDecodeError
+# what a waypost schema lacks only when its definition was damaged or altered
+_SCHEMA_GONE = ("no such table", "no such column", "no such index")
 
 
 def migrations() -> list[str]:
@@ -66,6 +70,38 @@ def unopenable(path: str, why: str) -> InvalidInput:
                         "/ WAYPOST_URL elsewhere")
 
 
+def os_refusal(path: str, exc: OSError) -> WaypostError:
+    """An OS error on a store's path: a full disk (75), a file this user may not read (4),
+    else a path the caller must fix (`unopenable`, 2)."""
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return disk_full(path, "create the store")
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return unreadable(path)
+    return unopenable(path, exc.strerror or str(exc))
+
+
+def open_refusal(path: str, exc: OSError | sqlite3.Error) -> WaypostError:
+    """Why a store could not be opened, as the OS says it (SQLite says "unable to open")."""
+    if isinstance(exc, OSError):
+        return os_refusal(path, exc)
+    for file in (path, f"{path}-wal", f"{path}-shm"):
+        try:
+            os.close(os.open(file, os.O_RDONLY))
+        except FileNotFoundError:
+            pass
+        except OSError as why:
+            return os_refusal(file, why)
+    return unopenable(path, str(exc))
+
+
+def disk_full(path: str, what: str) -> DiskFull:
+    folder = os.path.dirname(os.path.abspath(path))
+    return DiskFull(f"disk full: cannot {what}: the disk holding {folder} has no room to "
+                    f"grow the store at {path}; nothing was written, and what was committed "
+                    "before is intact", hint=f"free space on the disk holding {folder}, then "
+                    "try again (waypost doctor shows the space left)")
+
+
 def existing_store(path: str) -> bool:
     """Whether a store file is there to open; False when nothing is at `path` yet. What is
     there but cannot be a store is refused: reading it would make it one."""
@@ -74,7 +110,7 @@ def existing_store(path: str) -> bool:
     except FileNotFoundError:
         return False
     except OSError as exc:
-        raise unopenable(path, exc.strerror or str(exc)) from exc
+        raise os_refusal(path, exc) from exc
     if not stat.S_ISREG(found.st_mode):
         raise InvalidInput(f"{path} is not a regular file, so it is not a waypost store",
                            hint="point --store / WAYPOST_URL at a store file, e.g. "
@@ -142,26 +178,29 @@ def is_busy(exc: sqlite3.Error) -> bool:
     return "locked" in str(exc) or "busy" in str(exc)
 
 
-def driver_error(exc: sqlite3.Error, path: str, what: str, busy_s: float) -> WaypostError:
+def driver_error(exc: DriverError, path: str, what: str, busy_s: float) -> WaypostError:
     """The error a user can act on for a driver error met while trying to `what`."""
+    if isinstance(exc, UnicodeDecodeError):
+        exc = sqlite3.DatabaseError(f"Could not decode its text as UTF-8 ({exc})")
     code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
     if is_busy(exc):
         return StoreBusy(f"store busy, try again: another process kept the store at {path} "
                          f"locked for {busy_s:g} s, so this process could not {what}; "
                          "nothing was written",
                          hint=f"try again; to wait longer, set {BUSY_TIMEOUT_ENV} (e.g. 2m)")
-    if code == sqlite3.SQLITE_FULL:
-        return StoreError(f"disk full: cannot {what}: no room to grow the store at {path} "
-                          "(SQLITE_FULL); nothing was written, and what was committed "
-                          "before is intact",
-                          hint=f"free space on the disk holding {os.path.dirname(path) or '.'}"
-                          ", then try again")
+    if code == sqlite3.SQLITE_FULL or "database or disk is full" in str(exc):
+        return disk_full(path, what)
+    if code == sqlite3.SQLITE_CANTOPEN:
+        refusal = open_refusal(path, exc)
+        if not isinstance(refusal, InvalidInput):  # the OS said why: a permission, a full disk
+            return refusal
     if code == sqlite3.SQLITE_NOTADB:
         return IntegrityError(f"{path} is not a SQLite database, or its first page is "
                               f"damaged: cannot {what} ({exc})",
                               hint="point --store / WAYPOST_URL at a waypost store; if this "
                               "was one, restore it from a backup")
-    if code in _DAMAGED or "Could not decode" in str(exc):
+    said = str(exc)
+    if code in _DAMAGED or "Could not decode" in said or said.startswith(_SCHEMA_GONE):
         return IntegrityError(f"the store at {path} is damaged: cannot {what}: {exc}",
                               hint="see what is damaged with: waypost doctor; restore the "
                               "store from a backup")
@@ -169,22 +208,6 @@ def driver_error(exc: sqlite3.Error, path: str, what: str, busy_s: float) -> Way
         return StoreError(f"cannot {what}: the store at {path} is read-only here ({exc})",
                           hint="check the file's and its folder's permissions")
     return StoreError(f"the store at {path}: cannot {what}: {exc}")
-
-
-def integrity_diagnosis(db: sqlite3.Connection) -> Diagnosis:
-    """SQLite's own check of every page and index (`quick_check`): damage that reads may
-    trip over later, or that writes may spread."""
-    from waypost.store.records import Diagnosis, Status
-
-    try:
-        found = [row[0] for row in db.execute(f"PRAGMA quick_check({MAX_INTEGRITY_ERRORS})")]
-    except sqlite3.Error as exc:
-        found = [str(exc)]
-    if found == ["ok"]:
-        return Diagnosis(name="integrity", status=Status.OK, detail="quick_check: ok")
-    return Diagnosis(name="integrity", status=Status.FAIL,
-                     detail=f"the file is damaged ({'; '.join(found)[:500]}): restore it "
-                     "from a backup; `waypost verify` names the runs it can still read")
 
 
 class Transaction:
@@ -213,7 +236,7 @@ class Transaction:
             begin_immediate(db, file.busy_s)
         except BaseException as exc:
             file.let_go()
-            if self._what is None or not isinstance(exc, sqlite3.Error):
+            if self._what is None or not isinstance(exc, DRIVER_ERRORS):
                 raise
             raise file.error(exc, self._what) from exc
         self._db = db
@@ -230,11 +253,11 @@ class Transaction:
                     return
                 except BaseException as failed:
                     self._roll_back(db)
-                    if what is None or not isinstance(failed, sqlite3.Error):
+                    if what is None or not isinstance(failed, DRIVER_ERRORS):
                         raise
                     raise self._file.error(failed, what) from failed
             self._roll_back(db)
-            if what is not None and isinstance(exc, sqlite3.Error):
+            if what is not None and isinstance(exc, DRIVER_ERRORS):
                 raise self._file.error(exc, what) from exc
         finally:
             self._file.let_go()
@@ -273,7 +296,7 @@ class StoreFile:
         try:
             db = connect(self.path, create=create, busy_s=self.busy_s)
         except (OSError, sqlite3.Error) as exc:
-            raise unopenable(self.path, str(exc)) from exc
+            raise open_refusal(self.path, exc) from exc
         self.db = db
         try:
             db.execute("PRAGMA synchronous = FULL")
@@ -283,7 +306,7 @@ class StoreFile:
             elif version > SCHEMA_VERSION:
                 self.refusal = write_refusal(self.path, version, SCHEMA_VERSION,
                                              self.meta(db, MIN_WRITER))
-        except sqlite3.Error as exc:
+        except DRIVER_ERRORS as exc:
             self.db = None
             db.close()
             raise self.error(exc, "open it") from exc
@@ -324,7 +347,7 @@ class StoreFile:
                            hint=f"create it with: waypost init --store {self.path}")
         return self.db
 
-    def error(self, exc: sqlite3.Error, what: str) -> WaypostError:
+    def error(self, exc: DriverError, what: str) -> WaypostError:
         return driver_error(exc, self.path, what, self.busy_s)
 
     def hold(self, what: str) -> None:
@@ -366,7 +389,7 @@ class StoreFile:
             db = self.connection()
             try:
                 yield db
-            except sqlite3.Error as exc:
+            except DRIVER_ERRORS as exc:
                 raise self.error(exc, what) from exc
 
     def create(self) -> None:

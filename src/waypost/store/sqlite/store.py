@@ -35,7 +35,7 @@ from waypost.store.shared import (
     stop_turn_setting,
 )
 from waypost.store.shared import busy_timeout as busy_timeout_setting
-from waypost.store.sqlite.setup import SCHEMA_VERSION, StoreFile, integrity_diagnosis
+from waypost.store.sqlite.setup import SCHEMA_VERSION, StoreFile
 from waypost.store.sqlite.side import SqliteSide
 
 if TYPE_CHECKING:  # made where they are used: a heartbeat makes none
@@ -45,6 +45,10 @@ if TYPE_CHECKING:  # made where they are used: a heartbeat makes none
     from waypost.store.sqlite.write import GroupCommit
 
 _packet_decoder = json_decoder(Packet)
+# a run's packet, its head hash and its head event as stored (what a write checks first,
+# `history.check_head`): one lookup by the events' primary key beside the row
+LOAD = ("SELECT CAST(packet AS BLOB), head_hash, (SELECT CAST(body AS BLOB) FROM events"
+        " WHERE run_id = runs.id AND seq = runs.version) FROM runs WHERE id = ?")
 
 class SqliteStore(SqliteSide):
     """One connection, guarded by a lock so threads may share the store (`StoreFile`).
@@ -174,11 +178,10 @@ class SqliteStore(SqliteSide):
         # the JSON as bytes: text SQLite cannot hand over as UTF-8 fails in the decoder,
         # which names the run, not in the driver
         with self._reading(f"read run {run_id}") as db:
-            row = db.execute("SELECT CAST(packet AS BLOB), head_hash FROM runs WHERE id = ?",
-                             (run_id,)).fetchone()
+            row = db.execute(LOAD, (run_id,)).fetchone()
         if row is None:
             raise NotFound(f"no run {run_id}", hint="list runs with: waypost ls")
-        return Snapshot(decode_packet(_packet_decoder, run_id, row[0]), row[1])
+        return Snapshot(decode_packet(_packet_decoder, run_id, row[0]), row[1], row[2])
 
     def events(self, run_id: str) -> list[Event]:
         with self._reading(f"read the events of run {run_id}") as db:
@@ -374,6 +377,7 @@ class SqliteStore(SqliteSide):
         """How it opened, the durability settings every guarantee rests on, and whether
         the file is whole (SQLite's quick_check)."""
         from waypost.store.records import Diagnosis, Status
+        from waypost.store.sqlite.checks import disk_diagnosis, integrity_diagnosis
 
         with self._reading("check the file") as db:
             integrity = integrity_diagnosis(db)
@@ -390,6 +394,7 @@ class SqliteStore(SqliteSide):
                       detail=sync if sync == "full" else f"{sync}, not full: a power cut may "
                       "lose acknowledged writes"),
             integrity,
+            disk_diagnosis(self.path),
         ]
 
     def close(self) -> None:

@@ -24,7 +24,8 @@ def due_sql(*, owner: bool, after: bool) -> str:
     """The due-runs query. The partial index runs_next_check (next_check_at, then the
     primary key) serves the range, the paging key and the order: runs that are not due are
     never read, and nothing is sorted. `+owner` keeps the planner off the owner index."""
-    sql = ("SELECT id, CAST(packet AS BLOB), head_hash, next_check_at FROM runs"
+    sql = ("SELECT id, CAST(packet AS BLOB), head_hash, next_check_at, (SELECT CAST(body AS"
+           " BLOB) FROM events WHERE run_id = runs.id AND seq = runs.version) FROM runs"
            " WHERE next_check_at <= :now")
     if after:
         sql += (" AND next_check_at >= :after_at"
@@ -91,14 +92,14 @@ def live_watchers(db: sqlite3.Connection, now: datetime) -> list[Watcher]:
 
 def due_rows(db: sqlite3.Connection, *, now: datetime, owner: str | None,
              after: tuple[datetime, str] | None, limit: int) -> list[DueRow]:
-    """(run id, packet JSON as bytes, head hash, due at) of the due runs: decoded by the
-    caller, which skips a row that does not decode."""
+    """(run id, packet JSON as bytes, head hash, due at, head event JSON) of the due runs:
+    decoded by the caller, which skips a row that does not decode."""
     params = {"now": now.timestamp(), "owner": owner, "limit": int(limit),
               "after_at": after[0].timestamp() if after else None,
               "after_id": after[1] if after else None}
     sql = due_sql(owner=owner is not None, after=after is not None)
-    return [(run_id, packet, head, datetime.fromtimestamp(due, UTC))  # _moment, inlined
-            for run_id, packet, head, due in db.execute(sql, params).fetchall()]
+    return [(run_id, packet, head, datetime.fromtimestamp(due, UTC), event)  # _moment, inlined
+            for run_id, packet, head, due, event in db.execute(sql, params).fetchall()]
 
 
 _DEFER = "UPDATE runs SET next_check_at = ? WHERE id = ? AND version = ?"

@@ -17,6 +17,7 @@ from waypost.errors import NotFound, StoreError, VersionConflict, WaypostError
 from waypost.events import Event
 from waypost.model import Packet, to_json
 from waypost.store.base import check_moves
+from waypost.store.shared import head_changed
 
 # where a write lands in the change feed: one past the highest (the write lock makes the
 # positions' order the commits' order); the index runs_change serves the max
@@ -26,14 +27,20 @@ INSERT_EVENT = ("INSERT INTO events (run_id, seq, type, at, actor, body)"
 # a run's new version and packet, only if it is still at the version it was decided from
 GUARDED_UPDATE = ("UPDATE runs SET version = ?, state = ?, head_hash = ?, updated_at = ?,"
                   f" packet = ?, change_pos = {NEXT_CHANGE} WHERE id = ? AND version = ?")
+# ... and only if the run's head event is still stored as the write read it, or wrote it
+# (`RunWrite.head`): a head edited since is not sealed under a new event
+HEAD_GUARD = (" AND (SELECT CAST(body AS BLOB) FROM events"
+              " WHERE run_id = runs.id AND seq = runs.version) = ?")
 # ... handing back what it left alone: the owner and the next check
 GUARDED_UPDATE_RETURNING = f"{GUARDED_UPDATE} RETURNING owner, next_check_at"
+GUARDED_HEAD_UPDATE_RETURNING = f"{GUARDED_UPDATE}{HEAD_GUARD} RETURNING owner, next_check_at"
 # ... only if, besides, the write leaves the owner as it is and the next check where it is
 # (`check_moves` false, written out: the same check, or one still ahead of `now` that
 # comes no later than the write's own): a heartbeat's case. RETURNING costs more than
 # the rest of the statement, and this needs none.
-STEADY_UPDATE = (f"{GUARDED_UPDATE} AND owner = ?"
-                 " AND (next_check_at IS ? OR (next_check_at > ? AND ? >= next_check_at))")
+_STEADY = " AND owner = ? AND (next_check_at IS ? OR (next_check_at > ? AND ? >= next_check_at))"
+STEADY_UPDATE = f"{GUARDED_UPDATE}{_STEADY}"
+STEADY_HEAD_UPDATE = f"{GUARDED_UPDATE}{HEAD_GUARD}{_STEADY}"
 # a page of writes (`write_runs`): the feed positions counted on from one read of the
 # highest, as the subquery would give them row by row; and, where it must move, the next
 # check in the same statement, so that the row is rewritten once, not twice
@@ -54,7 +61,11 @@ def commit_one(db: sqlite3.Connection, write: RunWrite) -> None:
     version, state, owner, head, updated, due, body = columns(packet, events[-1])
     guarded = (version, state, head, updated, body, write.run_id, write.expected_version)
     now = packet.updated_at.timestamp()
-    if db.execute(STEADY_UPDATE, (*guarded, owner, due, now, due)).rowcount != 1:
+    if write.head is None:
+        steady = db.execute(STEADY_UPDATE, (*guarded, owner, due, now, due))
+    else:
+        steady = db.execute(STEADY_HEAD_UPDATE, (*guarded, _head(write), owner, due, now, due))
+    if steady.rowcount != 1:
         _update_moving(db, write, guarded, owner, due, now)
     if len(events) == 1:  # most writes: one event, at the packet's time (written above)
         db.execute(INSERT_EVENT, event_row(events[0], updated
@@ -72,7 +83,10 @@ def _update_moving(db: sqlite3.Connection, write: RunWrite, guarded: tuple[objec
     """The guarded UPDATE of a write that moves the owner or the next check (or is
     refused): it hands back the owner and next check it left alone, and those that must
     change are written apart (`write_runs` says why)."""
-    rows = db.execute(GUARDED_UPDATE_RETURNING, guarded).fetchall()  # to the end: it is done
+    if write.head is None:
+        rows = db.execute(GUARDED_UPDATE_RETURNING, guarded).fetchall()  # to the end: done
+    else:
+        rows = db.execute(GUARDED_HEAD_UPDATE_RETURNING, (*guarded, _head(write))).fetchall()
     if not rows:
         raise _refusal(db, write)
     was_owner, was_due = rows[0]
@@ -82,11 +96,20 @@ def _update_moving(db: sqlite3.Connection, write: RunWrite, guarded: tuple[objec
         db.execute("UPDATE runs SET next_check_at = ? WHERE id = ?", (due, write.run_id))
 
 
+def _head(write: RunWrite) -> bytes:
+    """The head event's JSON the write chains onto, as the guard compares it (bytes)."""
+    head = write.head
+    return head.encode() if isinstance(head, str) else head or b""
+
+
 def _refusal(db: sqlite3.Connection, write: RunWrite) -> WaypostError:
-    """Why a guarded UPDATE changed nothing: no such run, or another write came first."""
+    """Why a guarded UPDATE changed nothing: no such run, another write came first, or the
+    head event it chains onto was altered since it was read."""
     row = db.execute("SELECT version FROM runs WHERE id = ?", (write.run_id,)).fetchone()
     if row is None:
         return NotFound(f"no run {write.run_id}", hint="list runs with: waypost ls")
+    if row[0] == write.expected_version:
+        return head_changed(write.run_id, row[0])
     return VersionConflict(
         f"run {write.run_id} is at version {row[0]}, not {write.expected_version}: "
         "another write came first", hint=f"read it again: waypost show {write.run_id}")
