@@ -41,6 +41,7 @@ if typing.TYPE_CHECKING:
         StaleLease,
         StoreBusy,
         StoreError,
+        StoreUnreachable,
         VersionConflict,
         WaypostError,
     )
@@ -99,6 +100,7 @@ __all__ = [
     "Store",
     "StoreBusy",
     "StoreError",
+    "StoreUnreachable",
     "Verdict",
     "VersionConflict",
     "WaypostError",
@@ -115,7 +117,7 @@ __all__ = [
 _HOMES = {
     "waypost.errors": ("Conflict", "DiskFull", "IdempotencyConflict", "IllegalTransition",
                        "IntegrityError", "InvalidInput", "NotAuthorized", "NotFound", "Refused",
-                       "RuleViolation", "StaleLease", "StoreBusy", "StoreError",
+                       "RuleViolation", "StaleLease", "StoreBusy", "StoreError", "StoreUnreachable",
                        "VersionConflict", "WaypostError"),
     "waypost.core.machine": ("apply", "fold"),
     "waypost.events": ("Event",),

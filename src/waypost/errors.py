@@ -17,6 +17,7 @@
     │   └── VersionConflict
     ├── StoreError                  1  the backend failed (the driver error is the cause)
     ├── StoreBusy                  75  the store stayed locked past the wait limit: try again
+    ├── StoreUnreachable           75  the store's database server did not answer: try again
     └── DiskFull                   75  no space left for the write: free some, try again
 
 Every error carries a stable `code`, a message saying what was refused and why, a `hint`
@@ -259,6 +260,14 @@ class StoreBusy(WaypostError):
 
     exit_code = 75
     code = "store_busy"
+
+
+class StoreUnreachable(WaypostError):
+    """The store's database server could not be reached (refused, timed out, gone): nothing
+    was read or written. Start it or fix the URL, then try again (exit 75, EX_TEMPFAIL)."""
+
+    exit_code = 75
+    code = "store_unreachable"
 
 
 class DiskFull(WaypostError):

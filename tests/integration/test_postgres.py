@@ -21,7 +21,7 @@ from tests.helpers import FakeClock
 from waypost.cli import main
 from waypost.core.history import make_event
 from waypost.core.machine import apply
-from waypost.errors import InvalidInput, StoreError, VersionConflict
+from waypost.errors import InvalidInput, StoreError, StoreUnreachable, VersionConflict
 from waypost.events import Heartbeat
 from waypost.model import BlockerKind, Kind, OutboxItem, Purpose, State
 from waypost.store import open_store
@@ -66,8 +66,8 @@ def test_a_bad_schema_name_is_refused(name: str) -> None:
         parse_url(f"postgresql://db/app?schema={name}")
 
 
-def test_an_unreachable_server_is_a_store_error_with_the_driver_error_as_cause() -> None:
-    with pytest.raises(StoreError, match="cannot open the PostgreSQL store") as caught:
+def test_an_unreachable_server_is_a_temporary_failure_with_the_driver_error_as_cause() -> None:
+    with pytest.raises(StoreUnreachable, match="cannot open the PostgreSQL store") as caught:
         open_store(UNREACHABLE)
     assert isinstance(caught.value.__cause__, psycopg.Error)
     assert "waypost doctor" in caught.value.hint

@@ -5,6 +5,7 @@ store gets from any other verb (`waypost ls`), without a traceback, changing not
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -114,3 +115,22 @@ def test_serve_names_the_store_the_doctor_should_look_at(tmp_path: Path) -> None
     assert f"waypost doctor --store {store}" in served.stderr, served.stderr
     doctor = _waypost("doctor", "--store", store, store=str(tmp_path / "other"))
     assert doctor.returncode != 0
+
+
+@pytest.mark.parametrize(("make", "code", "exit_code"), [
+    (missing_database, "not_found", 4),  # the server answered: it has no such database
+    (closed_port, "store_unreachable", 75),  # nobody answered: start it, then try again
+], ids=["missing_database", "closed_port"])
+def test_a_postgres_store_that_cannot_be_reached_says_which_and_is_no_bug(
+        tmp_path: Path, make: Callable[[Path], str], code: str, exit_code: int) -> None:
+    """Exit 1 is a bug's code: a database that is not there is not found (4), a server that
+    does not answer is a temporary failure (75), each one line naming the fix."""
+    store = make(tmp_path)
+    listed = _waypost("ls", "--json", store=store)
+    assert listed.returncode == exit_code, listed.stderr
+    error = json.loads(listed.stdout or listed.stderr)["error"]
+    assert error["code"] == code
+    assert "\n" not in error["message"]
+    assert "waypost doctor" in error["hint"]
+    served = _waypost("serve", "--port", "0", store=store)
+    assert served.returncode == exit_code, served.stderr

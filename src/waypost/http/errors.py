@@ -34,6 +34,7 @@ STATUSES: Final[tuple[tuple[type[errors.WaypostError], int], ...]] = (
     (errors.Conflict, 409),
     (errors.StoreBusy, 503),
     (errors.DiskFull, 503),
+    (errors.StoreUnreachable, 503),
 )
 LITESTAR_CODES: Final[dict[int, str]] = {
     400: "bad_request", 401: "unauthenticated", 403: "forbidden", 404: "not_found",

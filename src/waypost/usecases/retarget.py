@@ -12,13 +12,29 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from waypost import inputs
+from waypost.config import Config
 from waypost.core import outbox
 from waypost.core.history import Step, prepare
 from waypost.core.observed import final_of
 from waypost.core.writes import RunWrite, Snapshot
+from waypost.errors import InvalidInput
 from waypost.events import BlockerResolved, Retargeted
 from waypost.model import BlockerKind, Delivery, State
 from waypost.store.base import Store
+from waypost.usecases.fields import check_targets
+
+
+def check_uris(store: Store, config: Config, run_id: str, target: str | None,
+               notify: str | None) -> None:
+    """The new URIs, decided as `start` decides them, before anything is read or written."""
+    if target is None and notify is None:
+        raise InvalidInput("name a new target, or --notify URI, or both",
+                           hint=f"waypost retarget {run_id} URI [--notify URI]")
+    for field, uri in (("target", target), ("notify", notify)):
+        if uri is not None:
+            inputs.text(uri, field, limit=inputs.TEXT_LIMITS["uri"])
+    check_targets(store, config, target=target, notify=notify)
 
 
 def decide(store: Store, snap: Snapshot, *, actor: str, at: datetime, target: str | None,

@@ -7,7 +7,7 @@ Every write goes the same way: read the packet, build one event, `apply` it (the
 and commit event + packet with the version guard. A version conflict re-reads and
 re-decides (`store.base.retry_conflicts`), so concurrent heartbeats never lose each other.
 The modules behind the verbs (artifacts, evidence, checks, review, handoff) import nothing
-from here; they are loaded when their verb is first called.
+from here, and load when their verb is first called.
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ from waypost.model import (
     to_json,
 )
 from waypost.store.base import Store, retry_conflicts
-from waypost.usecases.fields import check_targets, checked_text
+from waypost.usecases.fields import checked_text
 
 if TYPE_CHECKING:
     from waypost.usecases.evidence import CheckResult
@@ -140,8 +140,8 @@ class Run:
 
     def _commit(self, write: RunWrite) -> Packet:
         self.store.commit_write(write)
-        last = write.events[-1]
-        self._last = Snapshot.chained(write.packet, last.hash, to_json(last))
+        head = write.events[-1]  # the next write chains to it without reading it again
+        self._last = Snapshot.chained(write.packet, head.hash, to_json(head))
         return write.packet
 
     # --- the worker's verbs -----------------------------------------------------------
@@ -163,7 +163,6 @@ class Run:
             write = self._decide(snap, build)  # the version and the takeover rule
             if ended_by_takeover(snap.packet):
                 from waypost.usecases import handoff  # only a silent run's claim needs it
-
                 write = handoff.takeover(snap, self.actor, self.clock(), verb="claimed")
             return self._commit(write)
 
@@ -435,13 +434,7 @@ class Run:
         `accept_duplicate`: the old target may already have the result."""
         from waypost.usecases import retarget
 
-        if target is None and notify is None:
-            raise InvalidInput("name a new target, or --notify URI, or both",
-                               hint=f"waypost retarget {self.id} URI [--notify URI]")
-        for field, uri in (("target", target), ("notify", notify)):
-            if uri is not None:
-                inputs.text(uri, field, limit=inputs.TEXT_LIMITS["uri"])
-        check_targets(self.store, config or Config(), target=target, notify=notify)
+        retarget.check_uris(self.store, config or Config(), self.id, target, notify)
 
         def attempt() -> Packet:
             return self._commit(retarget.decide(

@@ -16,7 +16,16 @@ import msgspec
 import psycopg
 from psycopg import sql
 
-from waypost.errors import DiskFull, IntegrityError, StoreBusy, StoreError, WaypostError
+from waypost.errors import (
+    DiskFull,
+    IntegrityError,
+    NotAuthorized,
+    NotFound,
+    StoreBusy,
+    StoreError,
+    StoreUnreachable,
+    WaypostError,
+)
 from waypost.model import State
 from waypost.store.postgres.setup import Database, lock_key
 from waypost.store.records import SweeperLock
@@ -55,7 +64,9 @@ def driver_errors(action: str, where: str = "the PostgreSQL store") -> Iterator[
 
 
 def wrapped(exc: psycopg.Error, action: str, where: str) -> WaypostError:
-    said = str(exc).strip()
+    said = " ".join(str(exc).split())  # libpq's text spans lines; an error is one
+    if isinstance(exc, psycopg.OperationalError) and said.startswith(CONNECT_FAILED):
+        return _not_connected(said, action, where)
     if isinstance(exc, psycopg.errors.LockNotAvailable):
         return StoreBusy(f"store busy, try again: another session kept what this one needed "
                          f"locked in {where} past the lock timeout, so it could not {action};"
@@ -71,6 +82,25 @@ def wrapped(exc: psycopg.Error, action: str, where: str) -> WaypostError:
                               hint="ask the database's administrator to check it")
     return StoreError(f"cannot {action}: {said}",
                       hint="check the server and the URL with: waypost doctor")
+
+
+CONNECT_FAILED = "connection failed:"  # how psycopg words a connection it could not open
+
+
+def _not_connected(said: str, action: str, where: str) -> WaypostError:
+    """A connection that could not be opened: a database the server does not have (4), a
+    login it refuses (3), or a server that did not answer (75: nothing happened, retry)."""
+    if "does not exist" in said:
+        return NotFound(f"cannot {action}: {said}",
+                        hint="create the database (createdb NAME) or fix the URL; "
+                        "check with: waypost doctor")
+    if "authentication failed" in said or "pg_hba.conf" in said:
+        return NotAuthorized(f"cannot {action}: {said}",
+                             hint="fix the user or password in the URL (or PGPASSWORD); "
+                             "check with: waypost doctor")
+    return StoreUnreachable(f"cannot {action}: {said}; nothing was read or written",
+                            hint="start the database server or fix the URL, then try "
+                            "again; check with: waypost doctor")
 
 
 class _Session:
