@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from tests.helpers import Cli, FakeClock, dump_store
 from waypost.errors import InvalidInput, NotFound, Unauthenticated
 from waypost.model import Role
-from waypost.store import Store
+from waypost.store import Store, open_store
 from waypost.usecases import starting, tokens
 
 
@@ -85,6 +85,18 @@ def test_the_store_keeps_no_secret_and_the_cli_shows_it_once(cli: Cli) -> None:
     assert json.loads(cli.ok("token", "ls", "--json"))["tokens"][0]["live"] is True
     cli.ok("token", "revoke", issued["grant"]["id"])
     assert json.loads(cli.ok("token", "ls", "--json"))["tokens"][0]["live"] is False
+
+
+def test_the_printed_token_is_stdout_whole_so_a_shell_can_keep_it(cli: Cli) -> None:
+    """TOKEN=$(waypost token issue …) holds the token and nothing else: the grant's line
+    and the advice to keep it go to stderr."""
+    issued = cli("token", "issue", "--holder", "bob", "--role", "owner")
+    assert issued.code == 0
+    assert issued.out.strip().count("\n") == 0
+    assert issued.out.startswith("wpt_")
+    assert "not shown again" in issued.err
+    with open_store(str(cli.store)) as store:
+        assert tokens.authenticate(store, issued.out.strip()).holder == "bob"
 
 
 @pytest.mark.parametrize("args", [

@@ -46,9 +46,11 @@ def issue(ctx: Ctx, holder: str, role: str, run_id: str | None, every_run: bool,
     lasts = timedelta(seconds=parse_duration(ttl, "--ttl", positive=True)) if ttl else None
     secret, grant = tokens.issue(ctx.store, holder=holder, role=role, run_id=run_id,
                                  ttl=lasts, by=ctx.actor)
-    ctx.emit({"token": secret, "grant": grant},
-             f"{secret}\n{_line(grant)}\nkeep it: it is not shown again "
-             f"(revoke with: waypost token revoke {grant.id})")
+    # the secret alone on stdout, so TOKEN=$(waypost token issue …) holds just the token
+    ctx.emit({"token": secret, "grant": grant}, secret)
+    if not ctx.json:
+        click.echo(f"{_line(grant)}\nkeep it: it is not shown again "
+                   f"(revoke with: waypost token revoke {grant.id})", err=True)
 
 
 @token_group.command("ls")
