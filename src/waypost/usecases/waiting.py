@@ -125,7 +125,7 @@ class Follower:
                 except Exception:  # the cursor alone still serves
                     logger.warning("waypost wait: cannot LISTEN; following the cursor alone",
                                    exc_info=True)
-            while not self._idle():
+            while True:
                 if listener is not None:
                     try:
                         listener.poll(self.poll_s)  # returns at once on a state change
@@ -135,6 +135,8 @@ class Follower:
                         listener = None
                 else:
                     time.sleep(self.poll_s)
+                if self._idle():  # asked after the pause: a store closed meanwhile is not read
+                    return
                 try:
                     cursor = self._catch_up(cursor)
                 except Exception:  # the store failed: try again at the next poll
@@ -241,7 +243,7 @@ class _Watch:
                    for p in self.packets.values())
 
     def result(self) -> Waited:
-        found = {}
+        found: dict[str, Outcome] = {}
         for run_id, packet in self.packets.items():
             now = outcome(packet, self.until)
             found[run_id] = Outcome.TIMED_OUT if now is Outcome.WAITING else now
@@ -272,8 +274,13 @@ def wait(store: Store, runs: Sequence[str], *, until: frozenset[State] | None = 
         follower.remove(waiter)
 
 
-async def await_runs(store: Store, runs: Sequence[str], *, call: Callable[
-        [Callable[[], T]], Awaitable[T]], until: frozenset[State] | None = None,
+class Offload(Protocol):
+    """Runs blocking store work off the event loop (`anyio.to_thread.run_sync`)."""
+
+    def __call__(self, work: Callable[[], T], /) -> Awaitable[T]: ...
+
+
+async def await_runs(store: Store, runs: Sequence[str], *, call: Offload, until: frozenset[State] | None = None,
         timeout: float, follower: Follower | None = None) -> Waited:
     """`wait` for an event loop, holding no thread while it waits: `call` runs the store's
     reads off the loop (`anyio.to_thread.run_sync`). The door decides first whether its
