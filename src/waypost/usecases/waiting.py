@@ -250,13 +250,27 @@ class _Watch:
         return Waited(outcomes=found, packets=list(self.packets.values()))
 
 
-def wait(store: Store, runs: Sequence[str], *, until: frozenset[State] | None = None,
-         timeout: float, follower: Follower | None = None,
+def wait(store: Store, runs: str | Sequence[str], *,
+         until: Iterable[State | str] | None = None, timeout: float | str,
+         follower: Follower | None = None,
          clock: Callable[[], float] = time.monotonic) -> Waited:
     """Block until every run in `runs` reached a state of `until` (None: whatever needs the
-    parent) or ended otherwise, or `timeout` seconds passed. An unknown run is NotFound
-    before any waiting."""
+    parent, `core.waiting.needs_parent`) or ended otherwise, or `timeout` (seconds, or a
+    duration's text; at most `MAX_WAIT_S`) passed. An unknown run is NotFound before any
+    waiting; the public `waypost.wait`:
+
+        waited = waypost.wait(store, run_id, timeout=3600)
+        waited.outcome  # reached, timed_out or ended; waited.packets as they stand
+    """
+    runs = run_ids([runs] if isinstance(runs, str) else runs)
+    states = until_states(str(s) for s in until) if until is not None else None
+    seconds = wait_seconds(timeout, "timeout", default=0.0)
     follower = follower or follower_of(store)
+    return _wait(store, runs, states, seconds, follower, clock)
+
+
+def _wait(store: Store, runs: list[str], until: frozenset[State] | None, timeout: float,
+          follower: Follower, clock: Callable[[], float]) -> Waited:
     deadline = clock() + timeout
     woken = threading.Event()
     waiter = Waiter(runs, woken.set)
@@ -280,8 +294,9 @@ class Offload(Protocol):
     def __call__(self, work: Callable[[], T], /) -> Awaitable[T]: ...
 
 
-async def await_runs(store: Store, runs: Sequence[str], *, call: Offload, until: frozenset[State] | None = None,
-        timeout: float, follower: Follower | None = None) -> Waited:
+async def await_runs(store: Store, runs: Sequence[str], *, call: Offload,
+                     until: frozenset[State] | None = None, timeout: float,
+                     follower: Follower | None = None) -> Waited:
     """`wait` for an event loop, holding no thread while it waits: `call` runs the store's
     reads off the loop (`anyio.to_thread.run_sync`). The door decides first whether its
     caller may read the runs; the outcomes are decided on the whole packets."""
