@@ -99,6 +99,11 @@ class Follower:
                                                 name="waypost-wait", daemon=True)
                 self._thread.start()
 
+    def waiting(self) -> int:
+        """How many waiters are followed now (each counted once per run it waits for)."""
+        with self._lock:
+            return sum(len(held) for held in self._waiters.values())
+
     def remove(self, waiter: Waiter) -> None:
         with self._lock:
             for run_id in waiter.run_ids:
