@@ -111,3 +111,41 @@ def test_the_read_deadlines_do_not_cut_a_long_polls_answer(tmp_path: Path) -> No
         writer.join(GUARD)
     assert (answer.status_code, answer.headers["Waypost-Wait"]) == (200, "reached")
     assert answer.json()["state"] == "blocked"
+
+
+def test_long_polls_hold_no_thread_of_the_server(tmp_path: Path) -> None:
+    """More long polls than the server has threads for its store calls (anyio's 40): a
+    plain read is still answered while they all wait, and all of them answer the change."""
+    import anyio
+
+    url = str(tmp_path / "w.db")
+    run, epoch = _claimed(url)
+    token = issue(url, "alice", "owner")
+    headers = {"Authorization": f"Bearer {token}"}
+    polls = 60
+
+    async def scenario(base: str) -> None:
+        answers: list[httpx.Response] = []
+        async with httpx.AsyncClient(base_url=base, headers=headers,
+                                     timeout=GUARD + 30,
+                                     limits=httpx.Limits(max_connections=polls + 5)) as http:
+
+            async def poll() -> None:
+                answers.append(await http.get(f"/api/runs/{run}", params={"wait": "30s"}))
+
+            async with anyio.create_task_group() as tasks:
+                for _ in range(polls):
+                    tasks.start_soon(poll)
+                await anyio.sleep(1.0)
+                plain = await http.get(f"/api/runs/{run}")
+                assert plain.status_code == 200
+                assert answers == [], "a long poll answered before anything changed"
+                await anyio.to_thread.run_sync(lambda: _block_later(url, run, epoch, 0).join())
+        assert len(answers) == polls
+        assert {(a.status_code, a.headers["Waypost-Wait"]) for a in answers} == {
+            (200, "reached")}
+
+    with serving(url) as base:
+        started = time.monotonic()
+        anyio.run(scenario, base)
+    assert time.monotonic() < started + GUARD
