@@ -91,13 +91,13 @@ class Follower:
         """Follow `waiter`'s runs from now on. Read the runs only after this returns: every
         change committed from then on reaches the waiter (the cursor is read first)."""
         with self._lock:
-            for run_id in waiter.run_ids:
-                self._waiters.setdefault(run_id, set()).add(waiter)
-            if self._thread is None:
+            if self._thread is None:  # a store error here leaves nothing registered
                 cursor = self.store.change_cursor()
                 self._thread = threading.Thread(target=self._follow, args=(cursor,),
                                                 name="waypost-wait", daemon=True)
                 self._thread.start()
+            for run_id in waiter.run_ids:
+                self._waiters.setdefault(run_id, set()).add(waiter)
 
     def waiting(self) -> int:
         """How many waiters are followed now (each counted once per run it waits for)."""
@@ -315,8 +315,8 @@ async def await_runs(store: Store, runs: Sequence[str], *, call: Offload,
 
     waiter = Waiter(runs, wake)
     deadline = loop.time() + timeout
-    await call(lambda: follower.add(waiter))
     try:
+        await call(lambda: follower.add(waiter))
         watch = _Watch(until, await call(lambda: {r: store.get(r) for r in runs}))
         while not watch.update(waiter):
             left = deadline - loop.time()
