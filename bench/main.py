@@ -29,6 +29,7 @@ from bench import (
     serve_bounds,
     serve_load,
     threads,
+    waiters,
     writers,
 )
 from bench.harness import Section
@@ -82,6 +83,7 @@ STEPS: dict[str, Step] = {
                                          stored=b.board_runs),
     "bounds": lambda d, b: serve_bounds.run(d, rounds=b.writer_rounds,
                                             seconds=b.writer_seconds),
+    "waiters": lambda d, b: waiters.run(d, rounds=b.writer_rounds, seconds=b.writer_seconds),
 }
 
 

@@ -68,6 +68,7 @@ if typing.TYPE_CHECKING:
     from waypost.store import Store, open_store
     from waypost.usecases.runs import Run
     from waypost.usecases.starting import start
+    from waypost.usecases.waiting import wait
 
 __all__ = [
     "Artifact",
@@ -110,6 +111,7 @@ __all__ = [
     "open_store",
     "run",
     "start",
+    "wait",
 ]
 
 # Where each public name lives. They are imported on first use, so that a command that needs
@@ -126,6 +128,7 @@ _HOMES = {
                       "Packet", "State", "StopRules", "Verdict"),
     "waypost.usecases.runs": ("Run",),
     "waypost.usecases.starting": ("start",),
+    "waypost.usecases.waiting": ("wait",),
     "waypost.sdk.block": ("run",),
     "waypost.sdk.aio": ("arun",),
     "waypost.store": ("Store", "open_store"),

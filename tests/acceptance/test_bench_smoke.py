@@ -276,3 +276,15 @@ def test_bounds_section_measures_the_shipped_server_beside_an_unbounded_one(
     said = [subprocess.run([sys.executable, "-c", head + probe], capture_output=True,
                            text=True, check=True).stdout.strip() for head in ("", prefix)]
     assert said == ["Held", "H11Protocol"]
+
+
+def test_waiters_section_measures_writers_with_and_without_a_thousand_waits(
+        tmp_path: Path) -> None:
+    from bench import waiters
+
+    section = waiters.run(tmp_path, rounds=2, seconds=0.3)
+    assert [f.name for f in section.figures] == ["4 writers, nobody waiting",
+                                                 "4 writers, 1,000 waiters"]
+    assert [r.label for r in section.ratios] == [waiters.RATIO]
+    assert [t.text for t in section.targets] == [waiters.TARGET]
+    assert "2000 waits woken" in " ".join(section.notes)

@@ -68,6 +68,17 @@ def test_hot_verbs_import_nothing_heavy(run_in_store: tuple[Path, str], verb: li
     assert sorted(n for n in names if n.split(".")[0] == "click") == []
 
 
+def test_wait_on_a_sqlite_store_imports_no_server_stack(
+        run_in_store: tuple[Path, str]) -> None:
+    """`wait` is no hot verb (it waits), but on SQLite it loads no HTTP, MCP or PostgreSQL
+    stack: its follower asks the store whether it can LISTEN, never imports a driver."""
+    store, run_id = run_in_store
+    every = "in_progress,blocked,ready_for_review,approved,delivered,cancelled"
+    names = imported_modules(["wait", run_id, "--until", every, "--timeout", "0"], store)
+    assert "waypost.usecases.waiting" in names
+    assert sorted(n for n in names if n.split(".")[0] in HEAVY) == []
+
+
 # `python -m waypost ...`, printing the modules loaded when a hot verb ends its process
 # (`cli.exit_now`; importtime also lists an import that was refused, as typing_extensions
 # is while msgspec loads)

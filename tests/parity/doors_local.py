@@ -30,6 +30,7 @@ from .driver import (
     ERROR_OF_CODE,
     GATE,
     RETARGET,
+    WAIT_S,
     Driver,
     blocker,
     check_spec,
@@ -149,6 +150,14 @@ class SdkDoor(Driver):
         except WaypostError as exc:
             return class_of(type(exc))
         return seen(to_json(packet).decode())
+
+
+    def wait(self, call: Call) -> Cls:
+        def waited() -> None:
+            found = waypost.wait(self.world.store, call.ctx.run, timeout=WAIT_S)
+            assert found.outcome == "reached", found
+
+        return sdk_class(waited)
 
 
 class SdkBlockDoor(Driver):
@@ -321,6 +330,9 @@ class CliDoor(Driver):
 
     def list(self, call: Call) -> Cls:
         return self._cli(call, "ls")
+
+    def wait(self, call: Call) -> Cls:
+        return self._cli(call, "wait", call.ctx.run, "--timeout", f"{WAIT_S}s")
 
 
 # --- the CLI's stop hook ----------------------------------------------------------------

@@ -31,6 +31,7 @@ from .driver import (
     GATE,
     PUBLIC_SUMMARY,
     RETARGET,
+    WAIT_S,
     Driver,
     blocker,
     check_spec,
@@ -301,6 +302,16 @@ class McpStdioDoor(Driver):
 
     def list(self, call: Call) -> Cls:
         return self.tool(call, "checkpoint_status")
+
+    def wait(self, call: Call) -> Cls:
+        arguments = {"runs": [call.ctx.run], "timeout": WAIT_S}
+        if call.actor in NO_BEARER:
+            return self.tool(call, "checkpoint_wait", **arguments)
+        result = self.portal.call(self._bounded, self.session(call.actor), "checkpoint_wait",
+                                  arguments)
+        if not result.is_error:
+            assert (result.structured_content or {}).get("outcome") == "reached", result
+        return mcp_class(result)
 
 
 class McpHttpDoor(McpStdioDoor):

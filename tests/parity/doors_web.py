@@ -24,6 +24,7 @@ from .driver import (
     GATE,
     PUBLIC_SUMMARY,
     RETARGET,
+    WAIT_S,
     Driver,
     blocker,
     check_spec,
@@ -216,6 +217,13 @@ class HttpDoor(WebDoor):
 
     def list(self, call: Call) -> Cls:
         return _answer(self.http.get("/api/runs", headers=self.headers(call)))
+
+    def wait(self, call: Call) -> Cls:
+        answer = self.http.get(f"/api/runs/{call.ctx.run}", params={"wait": f"{WAIT_S}s"},
+                               headers=self.headers(call))
+        if answer.is_success:
+            assert answer.headers["Waypost-Wait"] == "reached", answer.headers
+        return _answer(answer)
 
 
 # --- the board ----------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from .terms import Call, Cls, Ctx, Door, Hostile, Op
 from .world import World
 
 TITLE = "Fix the flaky login test"
+WAIT_S = 20  # a wait's hang guard: every scenario's run needs the parent already
 TARGET = "none:"
 RETARGET = "mailto:ops@example.com"
 ARTIFACT = b"# Notes\n\nThe login race is fixed: the session is created before the test reads it.\n"

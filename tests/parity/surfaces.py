@@ -17,7 +17,7 @@ CLI_COMMANDS: Final[Mapping[str, Op]] = {
     "evidence run": Op.COMMAND, "ready": Op.READY, "review": Op.REVIEW,
     "approve": Op.APPROVE, "changes": Op.CHANGES, "transfer": Op.TRANSFER,
     "cancel": Op.CANCEL, "retarget": Op.RETARGET, "gate add": Op.ADD_GATE,
-    "gate adopt": Op.ADOPT_GATE, "show": Op.READ, "ls": Op.LIST,
+    "gate adopt": Op.ADOPT_GATE, "show": Op.READ, "ls": Op.LIST, "wait": Op.WAIT,
     "hook": Op.STOP,  # the hook door's (Door.HOOK_CLI)
 }
 # the MCP server's tools (checkpoint_status reads one run, or lists them)
@@ -32,12 +32,13 @@ MCP_TOOLS: Final[Mapping[str, frozenset[Op]]] = {
     "approve": frozenset({Op.APPROVE}), "request_changes": frozenset({Op.CHANGES}),
     "cancel": frozenset({Op.CANCEL}), "retarget": frozenset({Op.RETARGET}),
     "add_gate": frozenset({Op.ADD_GATE}), "adopt_gate": frozenset({Op.ADOPT_GATE}),
+    "checkpoint_wait": frozenset({Op.WAIT}),
 }
 _RUN = "/api/runs/{run_id}"
 # the routes of the app's OpenAPI document, as "METHOD PATH"
 HTTP_ROUTES: Final[Mapping[str, frozenset[Op]]] = {
     "POST /api/runs": frozenset({Op.START}), "GET /api/runs": frozenset({Op.LIST}),
-    f"GET {_RUN}": frozenset({Op.READ}),
+    f"GET {_RUN}": frozenset({Op.READ, Op.WAIT}),  # ?wait=DURATION: the long poll
     **{f"POST {_RUN}/{op}": frozenset({op}) for op in (
         Op.CLAIM, Op.RESUME, Op.HEARTBEAT, Op.BLOCK, Op.UNBLOCK, Op.READY, Op.REVIEW,
         Op.APPROVE, Op.CHANGES, Op.TRANSFER, Op.CANCEL, Op.RETARGET)},

@@ -33,7 +33,7 @@ WRITES: Final = frozenset({
     Op.CLAIM, Op.RESUME, Op.HEARTBEAT, Op.BLOCK, Op.UNBLOCK, Op.ARTIFACT, Op.SKIP, Op.REPORT,
     Op.CHECK, Op.COMMAND, Op.READY, Op.REVIEW, Op.APPROVE, Op.CHANGES, Op.TRANSFER,
     Op.CANCEL, Op.RETARGET, Op.ADD_GATE, Op.ADOPT_GATE})
-READS: Final = frozenset({Op.READ, Op.LIST})
+READS: Final = frozenset({Op.READ, Op.LIST, Op.WAIT})
 OWNER_VERBS: Final = frozenset({Op.REVIEW, Op.APPROVE, Op.CHANGES, Op.TRANSFER, Op.CANCEL,
                                 Op.RETARGET, Op.ADOPT_GATE})
 # MCP has no claim (resume takes the lease), no transfer and no hand-typed evidence (a tool
@@ -42,14 +42,14 @@ OWNER_VERBS: Final = frozenset({Op.REVIEW, Op.APPROVE, Op.CHANGES, Op.TRANSFER, 
 MCP_OPS: Final = frozenset({
     Op.START, Op.RESUME, Op.HEARTBEAT, Op.BLOCK, Op.UNBLOCK, Op.ARTIFACT, Op.SKIP, Op.CHECK,
     Op.COMMAND, Op.READY, Op.REVIEW, Op.APPROVE, Op.CHANGES, Op.CANCEL, Op.RETARGET,
-    Op.ADD_GATE, Op.ADOPT_GATE, Op.READ, Op.LIST})
+    Op.ADD_GATE, Op.ADOPT_GATE, Op.READ, Op.LIST, Op.WAIT})
 OFFERS: Final[Mapping[Door, frozenset[Op]]] = {
-    Door.SDK: WRITES | {Op.START, Op.READ},
+    Door.SDK: WRITES | {Op.START, Op.READ, Op.WAIT},
     Door.SDK_BLOCK: frozenset({Op.START}),
-    Door.CLI: WRITES | {Op.START, Op.READ, Op.LIST},
+    Door.CLI: WRITES | {Op.START, Op.READ, Op.LIST, Op.WAIT},
     Door.MCP_STDIO: MCP_OPS,
     Door.MCP_HTTP: MCP_OPS,
-    Door.HTTP: WRITES | {Op.START, Op.READ, Op.LIST},
+    Door.HTTP: WRITES | {Op.START, Op.READ, Op.LIST, Op.WAIT},
     Door.BOARD: frozenset({Op.REVIEW, Op.APPROVE, Op.CHANGES, Op.CANCEL, Op.ADOPT_GATE,
                            Op.READ, Op.LIST}),
     Door.HOOK_CLI: frozenset({Op.STOP}),
@@ -126,6 +126,7 @@ NATURAL: Final[Mapping[Op, tuple[Setup, Actor]]] = {
     Op.ADD_GATE: (Setup.WORKING, Actor.WORKER),
     Op.ADOPT_GATE: (Setup.WORKERS_GATE, Actor.OWNER),
     Op.READ: (Setup.WORKING, Actor.OWNER), Op.LIST: (Setup.WORKING, Actor.OWNER),
+    Op.WAIT: (Setup.READY, Actor.OWNER),
     Op.STOP: (Setup.WORKING, Actor.WORKER),
 }
 
@@ -360,7 +361,21 @@ def _request_edge() -> Iterator[Scenario]:
                            only=frozenset({Door.HOOK_HTTP}))
 
 
+def _waits() -> Iterator[Scenario]:
+    """`wait` (README): a read that returns once the run needs the parent; the same
+    refusals as a read, decided before any waiting (each run here already needs the owner,
+    so a wait that worked answers at once: the doors' timeouts are hang guards)."""
+    yield Scenario("owner_blocker_wait", Op.WAIT, Actor.OWNER, Setup.MISSING_INPUT, Cls.OK)
+    yield Scenario("worker_waits_for_review", Op.WAIT, Actor.WORKER, Setup.READY, Cls.OK)
+    yield Scenario("missing_run_wait", Op.WAIT, Actor.OWNER, Setup.MISSING, Cls.NOT_FOUND)
+    yield natural(Op.WAIT, Cls.REFUSED, actor=Actor.OWNER_OTHER_RUN)
+    yield natural(Op.WAIT, Cls.OK, actor=Actor.OWNER_AS_VIEWER)
+    for actor in (Actor.NO_TOKEN, Actor.REVOKED_TOKEN):
+        yield natural(Op.WAIT, Cls.UNAUTHENTICATED, actor=actor)
+
+
 SCENARIOS: Final[tuple[Scenario, ...]] = (
     *_happy(), *_not_the_owner(), *_narrow_tokens(), *_no_live_token(), *_stale_leases(),
     *_owner_blockers(), *_hostile_numbers(), *_unreadable_lines(), *_remote_callers(),
-    *_gates(), *_rules(), *_stops(), *_readers(), *_late_workers(), *_request_edge())
+    *_gates(), *_rules(), *_stops(), *_readers(), *_late_workers(), *_request_edge(),
+    *_waits())

@@ -73,6 +73,7 @@ class Op(enum.StrEnum):
     ADD_GATE = "add_gate"  # declare another gate (a command one: recorded, run at review)
     ADOPT_GATE = "adopt_gate"  # the owner makes another's gate its own
     READ = "read"  # one run's packet
+    WAIT = "wait"  # until the run needs the parent (a read that may block, bounded)
     LIST = "list"  # the runs
     STOP = "stop"  # an agent host asks whether its agent may stop
 
@@ -88,6 +89,7 @@ OPERATION_OF: Final[Mapping[Op, Operation | None]] = {
     Op.TRANSFER: Operation.TRANSFER, Op.CANCEL: Operation.CANCEL,
     Op.RETARGET: Operation.RETARGET, Op.ADD_GATE: Operation.ADD_GATE,
     Op.ADOPT_GATE: Operation.ADOPT_GATE, Op.READ: Operation.READ, Op.LIST: Operation.LIST,
+    Op.WAIT: Operation.READ,
     Op.STOP: None,  # the hook reads the session's run (READ) and counts as BLOCK
 }
 

@@ -35,6 +35,7 @@ LAZY_COMMANDS: dict[str, str] = {
     "serve": "waypost.cli.serve:serve",
     "hooks": "waypost.cli.hosts:hooks_group",
     "token": "waypost.cli.tokens:token_group",
+    "wait": "waypost.cli.wait:wait",
 }
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
+import anyio.to_thread
 from litestar import Controller, Response, get, post
 from litestar.openapi.datastructures import ResponseSpec
 from litestar.params import HeaderParameter, JSONBody, PathParameter, QueryParameter
@@ -54,11 +55,24 @@ class RunsController(Controller):
         started = ops.start(store, caller, config, data, idempotency_key)
         return Response(started, status_code=201 if started.created else 200)
 
-    @get("/{run_id:str}", sync_to_thread=True, responses=ERRORS,
-         summary="The packet, with its observed view")
-    def show(self, store: StoreDep, caller: CallerDep, config: ConfigDep,
-             run_id: RunId) -> Packet:
-        return ops.show(store, caller, run_id, project=config.project)
+    @get("/{run_id:str}", responses=ERRORS, summary=(
+        "The packet, with its observed view; with `wait`, once the run needs the parent"))
+    async def show(self, store: StoreDep, caller: CallerDep, config: ConfigDep,
+                   run_id: RunId,
+                   wait: Annotated[str | None, QueryParameter(max_length=32, description=(
+                       "A long poll: answer once the run needs the parent (ready_for_review, "
+                       "blocked on an owner's blocker, delivered, cancelled) or after this "
+                       "long (90s, 1m; at most 60s), whichever is first. The answer's "
+                       "`Waypost-Wait` header says which: reached, timed_out or ended.")
+                   )] = None) -> Response[Packet]:
+        # async: a long poll holds no thread while it waits (`usecases.waiting`)
+        if wait is None:
+            packet = await anyio.to_thread.run_sync(
+                lambda: ops.show(store, caller, run_id, project=config.project))
+            return Response(packet)
+        packet, outcome = await ops.show_when_needed(store, caller, run_id, wait,
+                                                     project=config.project)
+        return Response(packet, headers={"Waypost-Wait": outcome})
 
     @get("/{run_id:str}/events", sync_to_thread=True, responses=ERRORS,
          summary="The run's events, in order")

@@ -82,6 +82,24 @@ def show(store: Store, caller: Caller, run_id: str, *,
     return reading.run(store, caller, run_id, config=project)
 
 
+async def show_when_needed(store: Store, caller: Caller, run_id: str, wait: str, *,
+                           project: Config = NO_CONFIG) -> tuple[Packet, str]:
+    """A long poll: the run as the caller may see it once it needs the parent, or once
+    `wait` (at most `waiting.HTTP_WAIT_S`) has passed; and how the wait ended. The caller's
+    right to read the run is decided first; the wait holds no thread."""
+    import anyio.to_thread
+
+    from waypost.usecases import waiting
+
+    seconds = waiting.wait_seconds(wait, "wait", default=0.0, cap=waiting.HTTP_WAIT_S)
+    await anyio.to_thread.run_sync(lambda: reading.readable(store, caller, run_id))
+    waited = await waiting.await_runs(store, [run_id], call=anyio.to_thread.run_sync,
+                                      timeout=seconds)
+    packet = await anyio.to_thread.run_sync(
+        lambda: reading.run(store, caller, run_id, config=project))
+    return packet, str(waited.outcome)
+
+
 def events(store: Store, caller: Caller, run_id: str, *, after: int = 0,
            limit: int = 100, project: Config = NO_CONFIG) -> shapes.EventPage:
     found = [e for e in reading.events(store, caller, run_id, config=project)

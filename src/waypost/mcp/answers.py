@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 import msgspec
@@ -37,13 +37,15 @@ EVIDENCE_TOOLS = {"check": "check_evidence", "skip": "skip_evidence",
 
 # what a host may assume of each tool (hints): reads change nothing; a repeat of these
 # writes changes nothing more; cancel cannot be undone; these run commands or reach URLs
-READ_ONLY = {"checkpoint_status"}
+READ_ONLY = {"checkpoint_status", "checkpoint_wait"}
 IDEMPOTENT = {"checkpoint_start"}  # with an idempotency key
 DESTRUCTIVE = {"cancel"}
 OPEN_WORLD = {"run_evidence", "check_evidence", "review"}
 
 
-def add_tools(server: MCPServer, tools: Sequence[Callable[..., CallToolResult]]) -> None:
+def add_tools(server: MCPServer,
+              tools: Sequence[Callable[..., CallToolResult | Awaitable[CallToolResult]]],
+              ) -> None:
     """Register each tool under its function's name, its docstring the description."""
     for tool in tools:
         name = tool.__name__
@@ -64,6 +66,19 @@ def success(document: Mapping[str, Any]) -> CallToolResult:
     plain = as_json(document)
     return CallToolResult(content=[TextContent(type="text", text=to_json(plain).decode())],
                           structured_content=plain)
+
+
+async def answer_async(tool: str,
+                       work: Callable[[], Awaitable[Mapping[str, Any]]]) -> CallToolResult:
+    """`answer` for a tool that awaits (a wait that holds no thread)."""
+    try:
+        return success(await work())
+    except WaypostError as exc:
+        return refused(tool, exc)
+    except Exception:  # a bug: the traceback stays in the server's log
+        logger.exception("waypost tool %s failed unexpectedly", tool)
+        return error(f"waypost failed unexpectedly in {tool} (a bug; the server's log has "
+                     "the traceback).\nnext tool: checkpoint_status")
 
 
 def answer(tool: str, work: Callable[[], Mapping[str, Any]]) -> CallToolResult:

@@ -15,16 +15,25 @@ from waypost import model
 from waypost.config import Config
 from waypost.core.gates import runs_at_review
 from waypost.core.targets import FORMS
-from waypost.mcp.answers import add_tools, answer, as_json
+from waypost.mcp.answers import add_tools, answer, answer_async, as_json
 from waypost.mcp.session import Session
-from waypost.mcp.shapes import TEXT_CEILING, Approved, Moved, Retargeted, Reviewed, RunId
+from waypost.mcp.shapes import (
+    TEXT_CEILING,
+    Approved,
+    Moved,
+    Retargeted,
+    Reviewed,
+    RunId,
+    StateName,
+    Waited,
+)
 
 Reason = Annotated[str, Field(min_length=1, max_length=TEXT_CEILING)]
 
 
 def register(server: MCPServer, session: Session) -> None:
     add_tools(server, (_review(session), _approve(session), _changes(session),
-                       _cancel(session), _retarget(session)))
+                       _cancel(session), _retarget(session), _wait(session)))
 
 
 def bounded(session: Session, packet: model.Packet) -> Config:
@@ -153,3 +162,49 @@ def _retarget(session: Session) -> Any:
         return answer("retarget", work)
 
     return retarget
+
+
+def _wait(session: Session) -> Any:
+    async def checkpoint_wait(
+        runs: Annotated[list[RunId], Field(min_length=1, max_length=100, description=(
+            "The runs to wait for (at most 100)."))],
+        until: Annotated[list[StateName] | None, Field(max_length=6, description=(
+            "Wait for these states; leave it out for whatever needs you: ready_for_review, "
+            "blocked on a blocker only the owner resolves, delivered, cancelled."))] = None,
+        timeout: Annotated[float, Field(ge=0, le=3600, description=(
+            "Seconds to wait; at most 50 are waited in one call (longer is cut to 50): "
+            "call again while the outcome is timed_out."))] = 50.0,
+    ) -> Annotated[CallToolResult, Waited]:
+        """Wait until each run needs you (or reaches the states in `until`), up to 50 s per
+        call, so the call answers before the host's tool timeout. Read-only. Returns the
+        outcome (reached; timed_out: nothing yet, call checkpoint_wait again; ended: a run
+        was delivered or cancelled in a state not waited for), each run's outcome and its
+        packet. Next: review a ready run, unblock an owner's blocker, or wait again."""
+        import anyio.to_thread
+
+        from waypost.durations import utcnow
+        from waypost.usecases import reading, waiting
+
+        async def work() -> dict[str, Any]:
+            ids = waiting.run_ids(runs, "runs")
+            states = waiting.until_states(until)
+            seconds = waiting.wait_seconds(timeout, "timeout", default=waiting.TOOL_WAIT_S,
+                                           cap=waiting.TOOL_WAIT_S, clamp=True)
+            store = await anyio.to_thread.run_sync(session.waiting_store)
+            for packet in await anyio.to_thread.run_sync(lambda: [store.get(r) for r in ids]):
+                session.permit(packet=packet)  # every run readable, before any waiting
+            waited = await waiting.await_runs(store, ids, call=anyio.to_thread.run_sync,
+                                              until=states, timeout=seconds)
+            grant = session.grant
+            seen = await anyio.to_thread.run_sync(lambda: reading.runs(
+                store, grant, waited.packets, config=session.config, now=utcnow()))
+            steps = {"reached": "review, approve or unblock what needs you",
+                     "timed_out": "checkpoint_wait again", "ended": "nothing more to wait for"}
+            return {"outcome": waited.outcome, "outcomes": waited.outcomes,
+                    "runs": as_json(seen),
+                    "next": steps[waited.outcome]}
+
+        return await answer_async("checkpoint_wait", work)
+
+    return checkpoint_wait
+

@@ -39,7 +39,7 @@ OPERATION_OF_TOOL: dict[str, Operation] = {
     "resume": Operation.RESUME, "review": Operation.REVIEW, "approve": Operation.APPROVE,
     "request_changes": Operation.CHANGES, "cancel": Operation.CANCEL,
     "retarget": Operation.RETARGET, "add_gate": Operation.ADD_GATE,
-    "adopt_gate": Operation.ADOPT_GATE,
+    "adopt_gate": Operation.ADOPT_GATE, "checkpoint_wait": Operation.READ,
 }
 
 
@@ -72,6 +72,7 @@ class Session:
     exposure: Exposure = LOCAL
     epochs: dict[tuple[str, str], int] = field(default_factory=dict)  # (actor, run) → epoch
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    _waits: list[Store] = field(default_factory=list)  # the one store every wait follows
 
     @property
     def actor(self) -> str:
@@ -91,6 +92,14 @@ class Session:
             yield store
         finally:
             store.close()
+
+    def waiting_store(self) -> Store:
+        """The store the waits follow, opened once and kept for the server's life: every
+        waiting call shares its one follower of the change cursor (`usecases.waiting`)."""
+        with self._lock:
+            if not self._waits:
+                self._waits.append(open_store(self.store_url, create=False))
+            return self._waits[0]
 
     def permit(self, operation: Operation | None = None, packet: Packet | None = None, *,
                owner: str | None = None, blocker: str | None = None) -> None:

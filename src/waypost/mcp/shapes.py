@@ -27,6 +27,8 @@ EvidenceKindName = Literal["build", "test", "lint", "grep", "inspect", "live_che
 SkippedKindName = Literal["build", "test", "lint", "grep", "inspect", "live_check",
                           "command", "skipped"]
 KindName = Literal["bounded", "long_running"]
+StateName = Literal["in_progress", "blocked", "ready_for_review", "approved", "delivered",
+                    "cancelled"]
 
 
 class Started(TypedDict):
@@ -123,4 +125,14 @@ class Retargeted(TypedDict):
     state: str
     target: str
     notify: str | None
+    next: str
+
+
+class Waited(TypedDict):
+    """How a wait ended: reached, timed_out (call again) or ended; each run's outcome, and
+    the packets as they stand."""
+
+    outcome: str
+    outcomes: dict[str, str]
+    runs: list[dict[str, Any]]
     next: str

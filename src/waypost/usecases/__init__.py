@@ -23,5 +23,6 @@ store's one write primitive.
     views.py     packets with their observed view, for every reader
     reading.py   the read model: a run, its events and artifacts as their reader may see them
     a2a.py       a packet as an A2A v1 Task
+    waiting.py   `wait`: runs followed on the store's change cursor, one follower per store
     commands.py  a refusal's next step as the `waypost` command line a shell user types
 """
