@@ -36,13 +36,14 @@ WRITES: Final = frozenset({
 READS: Final = frozenset({Op.READ, Op.LIST})
 OWNER_VERBS: Final = frozenset({Op.REVIEW, Op.APPROVE, Op.CHANGES, Op.TRANSFER, Op.CANCEL,
                                 Op.RETARGET, Op.ADOPT_GATE})
-# MCP has no claim (resume takes the lease), no transfer and no hand-typed evidence (a tool
-# runs or checks it); the board offers the owner's five actions; the SDK lists nothing
-# (the store does: Store.list_runs); a hook door answers stops only.
+# MCP has no hand-typed evidence (a tool runs or checks it); the board offers the owner's
+# five actions; the SDK lists nothing (the store does: Store.list_runs); a hook door answers
+# stops only. The handoff (start with a worker, claim, transfer, resume) is at every door
+# but the board's.
 MCP_OPS: Final = frozenset({
-    Op.START, Op.RESUME, Op.HEARTBEAT, Op.BLOCK, Op.UNBLOCK, Op.ARTIFACT, Op.SKIP, Op.CHECK,
-    Op.COMMAND, Op.READY, Op.REVIEW, Op.APPROVE, Op.CHANGES, Op.CANCEL, Op.RETARGET,
-    Op.ADD_GATE, Op.ADOPT_GATE, Op.READ, Op.LIST})
+    Op.START, Op.CLAIM, Op.RESUME, Op.TRANSFER, Op.HEARTBEAT, Op.BLOCK, Op.UNBLOCK,
+    Op.ARTIFACT, Op.SKIP, Op.CHECK, Op.COMMAND, Op.READY, Op.REVIEW, Op.APPROVE, Op.CHANGES,
+    Op.CANCEL, Op.RETARGET, Op.ADD_GATE, Op.ADOPT_GATE, Op.READ, Op.LIST})
 OFFERS: Final[Mapping[Door, frozenset[Op]]] = {
     Door.SDK: WRITES | {Op.START, Op.READ},
     Door.SDK_BLOCK: frozenset({Op.START}),

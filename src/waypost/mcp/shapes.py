@@ -27,10 +27,14 @@ EvidenceKindName = Literal["build", "test", "lint", "grep", "inspect", "live_che
 SkippedKindName = Literal["build", "test", "lint", "grep", "inspect", "live_check",
                           "command", "skipped"]
 KindName = Literal["bounded", "long_running"]
+AuthorityName = Literal["approve", "deliver", "takeover"]
+# an actor's name, as every door bounds it (`waypost.inputs.name` decides the rest)
+ActorName = Annotated[str, Field(min_length=1, max_length=200)]
 
 
 class Started(TypedDict):
-    """A run recorded (or found again by its idempotency key), its lease held by you."""
+    """A run recorded (or found again by its idempotency key); `epoch` is the lease this
+    server holds for you on it (None: another worker holds it)."""
 
     run: str
     created: bool
@@ -81,6 +85,16 @@ class EvidenceAdded(TypedDict):
 
     run: str
     evidence: dict[str, Any]
+    next: str
+
+
+class Claimed(TypedDict):
+    """The lease taken: the epoch this server now holds for you on the run."""
+
+    run: str
+    state: str
+    version: int
+    epoch: int
     next: str
 
 
