@@ -3,7 +3,8 @@ tool of the server's tool list (never a CLI command, never a tool it lacks), at 
 API a route of its OpenAPI document. Every verb a step may name (`waypost.errors.VERBS`)
 is checked at both doors, and so are the refusals of the handoff, as each door answers
 them: taking a live lease (the owner's to transfer), writing without the lease (claim it),
-ending a silence (resume), approving as the worker (the owner's to transfer)."""
+ending a silence (resume), approving as the worker (the owner's to transfer), claiming a
+run that is not there (list the runs)."""
 
 from __future__ import annotations
 
@@ -103,6 +104,8 @@ REFUSALS: list[tuple[str, Actor, Setup, Callable[[World, Ctx], Ctx], str, dict[s
      "resume"),
     ("w1 approves its own result", Actor.WORKER, Setup.REVIEWED, lambda w, c: c,
      "approve", {}, "approve", {}, "transfer"),
+    ("w1 claims a run that is not there", Actor.WORKER, Setup.MISSING, lambda w, c: c,
+     "claim", {}, "claim", {}, "list"),
 ]
 # at a token door the token's role refuses these first (a worker token approves nothing; an
 # owner token acts on its holder's runs alone), before the run's rules name a next step
@@ -156,7 +159,7 @@ def test_each_handoff_refusal_names_a_next_step_of_its_own_door(
     tools = _tools_of(driver)
     for each in steps:
         assert each["tool"] in tools, f"{what}: the next step names {each['tool']!r}"
-    assert verb in [s["tool"] for s in steps], f"{what}: {text}"
+    assert verb in [s["verb"] for s in steps], f"{what}: {text}"
     named = text.split("next tool: ")[-1].split()[0]
     assert named in tools, f"{what}: the text names the tool {named!r}"
     assert "no tool of this server" not in text, text
