@@ -44,6 +44,7 @@ from .driver import (
     transfer,
     worker,
 )
+from .named import check_mcp
 from .terms import NO_LIVE_TOKEN, OWNER, Actor, Call, Cls, Ctx, Door, Hostile
 from .world import World
 
@@ -58,12 +59,13 @@ def mcp_class(result: CallToolResult) -> Cls:
     content); the SDK's own refusal of arguments the tool's schema does not take has none."""
     if not result.is_error:
         return Cls.OK
+    text = "\n".join(c.text for c in result.content if isinstance(c, TextContent))
+    check_mcp(result.structured_content or {}, text)
     error = (result.structured_content or {}).get("error")
     if isinstance(error, dict):
         code = error["code"]
         assert code in ERROR_OF_CODE, f"an MCP tool error with the code {code!r}"
         return class_of(ERROR_OF_CODE[code])
-    text = "\n".join(c.text for c in result.content if isinstance(c, TextContent))
     assert "validation error" in text, f"an MCP tool error without a code: {text}"
     return Cls.INVALID
 

@@ -37,6 +37,7 @@ from .driver import (
     transfer,
     worker,
 )
+from .named import check_http
 from .terms import DEEP_LEVELS, OWNER, Actor, Call, Cls, Door, Hostile, Wire
 from .world import World
 
@@ -58,7 +59,9 @@ def http_class(status: int, code: str) -> Cls:
 def _answer(response: httpx.Response) -> Cls:
     if response.is_success:
         return Cls.OK
-    return http_class(response.status_code, response.json()["error"]["code"])
+    error = response.json()["error"]
+    check_http(error)
+    return http_class(response.status_code, error["code"])
 
 
 def _json_value(value: object) -> object:

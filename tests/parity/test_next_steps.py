@@ -15,19 +15,17 @@ import pytest
 from mcp.types import TextContent
 
 from waypost.errors import VERBS, Step, step
-from waypost.http.app import create_app
 from waypost.http.errors import next_route
-from waypost.http.settings import ServerConfig
 from waypost.mcp.answers import next_call
 
 from .conftest import BACKENDS, Doors
 from .doors_mcp import McpStdioDoor
 from .doors_web import HttpDoor
+from .named import NO_DOOR, routes, template
 from .terms import Actor, Call, Ctx, Door, Setup
 from .world import World
 
 RUN = "wp_01nextstepsrun0000000000"
-NO_DOOR = {"deliver"}  # the relay's: no caller drives it, so no door names a way to
 
 
 def every_step() -> Iterator[Step]:
@@ -45,13 +43,6 @@ def _tools(doors: Doors) -> set[str]:
     return {tool.name for tool in listed.tools}
 
 
-def _routes() -> set[tuple[str, str]]:
-    document = create_app(ServerConfig(store_url="unused")).openapi_schema
-    return {(method.upper(), path) for path, item in (document.paths or {}).items()
-            for method in ("get", "post", "put", "patch", "delete")
-            if getattr(item, method, None) is not None}
-
-
 def test_every_verb_is_a_tool_of_the_mcp_server(doors: Doors) -> None:
     tools = _tools(doors)
     for each in every_step():
@@ -62,16 +53,8 @@ def test_every_verb_is_a_tool_of_the_mcp_server(doors: Doors) -> None:
             assert tool in tools, f"a {each.verb} step names the tool {tool!r}: not listed"
 
 
-def _template(method: str, path: str) -> tuple[str, str]:
-    """The route a step's request goes to, as the OpenAPI document names it."""
-    path = path.split("?", maxsplit=1)[0].replace(RUN, "{run_id}")
-    if "/artifacts/" in path:
-        path = path[:path.index("/artifacts/")] + "/artifacts/{name}"
-    return method, path
-
-
 def test_every_verb_is_a_route_of_the_openapi_document() -> None:
-    routes = _routes()
+    known = routes()
     for each in every_step():
         route = next_route(each)
         if each.verb in NO_DOOR:
@@ -79,8 +62,8 @@ def test_every_verb_is_a_route_of_the_openapi_document() -> None:
             continue
         assert route.method is not None, each.verb
         assert route.path is not None, each.verb
-        found = _template(route.method, route.path)
-        assert found in routes, f"a {each.verb} step names {found}: no such route"
+        found = template(route.method, route.path)
+        assert found in known, f"a {each.verb} step names {found}: no such route"
 
 
 # --- the handoff's refusals, as the doors answer them ----------------------------------
@@ -147,11 +130,11 @@ def test_each_handoff_refusal_names_a_next_step_of_its_own_door(
         assert response.status_code >= 400, f"{what}: {response.text}"
         error = response.json()["error"]
         steps = [s for s in (error.get("next"), *error.get("also", [])) if s]
-        routes = _routes()
+        known = routes()
         for each in steps:
             assert each["method"] is not None, f"{what}: {each['verb']} has no route"
-            found = _template(each["method"], each["path"].replace(ctx.run, RUN))
-            assert found in routes, f"{what}: the next step {found} is no route"
+            found = template(each["method"], each["path"])
+            assert found in known, f"{what}: the next step {found} is no route"
         assert verb in [s["verb"] for s in steps], f"{what}: {error}"
         return
     assert isinstance(driver, McpStdioDoor)
