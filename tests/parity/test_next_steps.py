@@ -4,7 +4,7 @@ API a route of its OpenAPI document. Every verb a step may name (`waypost.errors
 is checked at both doors, and so are the refusals of the handoff, as each door answers
 them: taking a live lease (the owner's to transfer), writing without the lease (claim it),
 ending a silence (resume), approving as the worker (the owner's to transfer), claiming a
-run that is not there (list the runs)."""
+run that is not there (list the runs), a retarget naming no target (retarget, with one)."""
 
 from __future__ import annotations
 
@@ -89,6 +89,8 @@ REFUSALS: list[tuple[str, Actor, Setup, Callable[[World, Ctx], Ctx], str, dict[s
      "approve", {}, "approve", {}, "transfer"),
     ("w1 claims a run that is not there", Actor.WORKER, Setup.MISSING, lambda w, c: c,
      "claim", {}, "claim", {}, "list"),
+    ("the owner retargets to nothing", Actor.OWNER, Setup.WORKING, lambda w, c: c,
+     "retarget", {}, "retarget", {}, "retarget"),
 ]
 # at a token door the token's role refuses these first (a worker token approves nothing; an
 # owner token acts on its holder's runs alone), before the run's rules name a next step
