@@ -133,8 +133,8 @@ def _status(session: Session) -> Any:
         """Where work stands: one run's packet (state, liveness, blockers, artifacts,
         evidence, gates), or, without a run id, every active run this server's actor works
         on or owns. Read-only. Call it at the start of a session to find work in progress,
-        and whenever a refusal names it. Next: resume a run someone else left silent, or
-        continue yours with heartbeat."""
+        and whenever a refusal names it. Next: claim a run you were named the worker of,
+        resume one someone else left silent, or continue yours with heartbeat."""
 
         def work() -> dict[str, Any]:
             from waypost.mcp.answers import as_json
@@ -154,7 +154,8 @@ def _status(session: Session) -> Any:
                 seen = reading.runs(store, session.grant, packets, config=session.config,
                                     now=utcnow())
                 return {"runs": as_json(seen),
-                        "next": "heartbeat on a run you hold, or resume one left silent"}
+                        "next": "heartbeat on a run you hold; claim one you were named the "
+                        "worker of; resume one left silent"}
 
         return answer("checkpoint_status", work)
 
