@@ -25,8 +25,8 @@ from waypost.mcp import shapes
 
 TOOLS = {"checkpoint_start", "checkpoint_status", "heartbeat", "block", "unblock",
          "add_artifact", "run_evidence", "check_evidence", "skip_evidence", "mark_ready",
-         "resume", "review", "approve", "request_changes", "cancel", "retarget", "add_gate",
-         "adopt_gate", "checkpoint_wait"}
+         "claim", "resume", "review", "approve", "request_changes", "transfer", "cancel",
+         "retarget", "add_gate", "adopt_gate", "checkpoint_wait"}
 AGAIN = "next tool: {} (again, with corrected arguments)"
 PASSING = [sys.executable, "-c", "print('3 passed')"]
 
@@ -222,6 +222,44 @@ def test_the_enumerations_are_the_models() -> None:
     assert set(get_args(shapes.EvidenceKindName)) == {
         k.value for k in model.EvidenceKind} - {"skipped"}
     assert set(get_args(shapes.KindName)) == {k.value for k in model.Kind}
+    assert set(get_args(shapes.AuthorityName)) == {a.value for a in model.Authority}
+
+
+def _strings(schema: dict[str, Any], defs: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every string a schema takes (through anyOf, arrays, objects' values, $refs)."""
+    if "$ref" in schema:
+        return _strings(defs[schema["$ref"].rsplit("/", 1)[-1]], defs)
+    found = [schema] if schema.get("type") == "string" else []
+    for each in schema.get("anyOf", []):
+        found += _strings(each, defs)
+    for key in ("items", "additionalProperties"):
+        if isinstance(schema.get(key), dict):
+            found += _strings(schema[key], defs)
+    return found
+
+
+def test_the_handoffs_tools_take_bounded_strings_only(tmp_path: Path) -> None:
+    """claim, transfer and checkpoint_start's worker: a host may send any string; the
+    schema bounds each (a length, or the enumeration), as every door bounds a name."""
+    async def scenario() -> None:
+        async with server(tmp_path / "w.db", "alice") as session:
+            listed = {t.name: t for t in (await session.list_tools()).tools}
+            for tool, arguments in (("claim", {"run"}), ("transfer", {"run", "authority", "to"}),
+                                    ("checkpoint_start", {"worker"})):
+                schema = listed[tool].input_schema
+                properties = schema["properties"]
+                assert arguments <= properties.keys(), tool
+                for name in arguments:
+                    strings = _strings(properties[name], schema.get("$defs", {}))
+                    assert strings, f"{tool}.{name} takes no string"
+                    for each in strings:
+                        assert "enum" in each or 0 < each.get("maxLength", 0) <= 200, (
+                            f"{tool}.{name} takes an unbounded string: {each}")
+                    assert len(properties[name].get("description", "")) > 20, (tool, name)
+            authority = listed["transfer"].input_schema["properties"]["authority"]
+            assert authority.get("enum") == ["approve", "deliver", "takeover"], authority
+
+    drive(scenario)
 
 
 def test_after_a_takeover_this_servers_writes_are_refused(tmp_path: Path) -> None:

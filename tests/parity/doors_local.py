@@ -43,6 +43,8 @@ from .driver import (
     seen,
     target,
     title,
+    transfer,
+    worker,
 )
 from .terms import OWNER, Call, Cls, Door, Hostile
 from .world import SILENCE
@@ -77,7 +79,8 @@ class SdkDoor(Driver):
             self.world.store, title(call), actor=call.name,
             owner=OWNER, target=target(call), kind=Kind.LONG_RUNNING,
             max_silence=number(call, "max_silence", SILENCE), expect=number(call, "expect", None),
-            deadline=number_text(call, "deadline", None), idempotency_key=call.ctx.key or None))
+            deadline=number_text(call, "deadline", None), idempotency_key=call.ctx.key or None,
+            worker=worker(call)))
 
     def claim(self, call: Call) -> Cls:
         return sdk_class(lambda: self._run(call).claim())
@@ -130,7 +133,8 @@ class SdkDoor(Driver):
         return sdk_class(lambda: self._run(call).changes("add a test for the empty case"))
 
     def transfer(self, call: Call) -> Cls:
-        return sdk_class(lambda: self._run(call).transfer(Authority.APPROVE, "bob"))
+        authority, to = transfer(call)
+        return sdk_class(lambda: self._run(call).transfer(Authority(authority), to))
 
     def cancel(self, call: Call) -> Cls:
         return sdk_class(lambda: self._run(call).cancel("the test was deleted upstream"))
@@ -241,6 +245,8 @@ class CliDoor(Driver):
             args += [flag, given] if given is not None else []
         if call.ctx.key:
             args += ["--idempotency-key", call.ctx.key]
+        if worker(call) is not None:
+            args += ["--worker", str(worker(call))]
         return self._cli(call, *args)
 
     def claim(self, call: Call) -> Cls:
@@ -308,7 +314,8 @@ class CliDoor(Driver):
                          "add a test for the empty case")
 
     def transfer(self, call: Call) -> Cls:
-        return self._cli(call, "transfer", call.ctx.run, "--authority", "approve", "--to", "bob")
+        authority, to = transfer(call)
+        return self._cli(call, "transfer", call.ctx.run, "--authority", authority, "--to", to)
 
     def cancel(self, call: Call) -> Cls:
         return self._cli(call, "cancel", call.ctx.run, "--reason", "the test was deleted upstream")

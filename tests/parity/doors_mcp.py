@@ -42,7 +42,10 @@ from .driver import (
     seen,
     target,
     title,
+    transfer,
+    worker,
 )
+from .named import check_mcp
 from .terms import NO_LIVE_TOKEN, OWNER, Actor, Call, Cls, Ctx, Door, Hostile
 from .world import World
 
@@ -57,12 +60,13 @@ def mcp_class(result: CallToolResult) -> Cls:
     content); the SDK's own refusal of arguments the tool's schema does not take has none."""
     if not result.is_error:
         return Cls.OK
+    text = "\n".join(c.text for c in result.content if isinstance(c, TextContent))
+    check_mcp(result.structured_content or {}, text)
     error = (result.structured_content or {}).get("error")
     if isinstance(error, dict):
         code = error["code"]
         assert code in ERROR_OF_CODE, f"an MCP tool error with the code {code!r}"
         return class_of(ERROR_OF_CODE[code])
-    text = "\n".join(c.text for c in result.content if isinstance(c, TextContent))
     assert "validation error" in text, f"an MCP tool error without a code: {text}"
     return Cls.INVALID
 
@@ -210,12 +214,16 @@ class McpStdioDoor(Driver):
     # --- the tools ------------------------------------------------------------------------
 
     def start(self, call: Call) -> Cls:
-        durations = {arg: number_text(call, arg, None) for arg in ("expect", "deadline")}
+        optional = {arg: number_text(call, arg, None) for arg in ("expect", "deadline")}
+        optional["worker"] = worker(call)
         return self.tool(call, "checkpoint_start", title=title(call), target=target(call),
                          owner=OWNER, kind="long_running",
                          max_silence=number_text(call, "max_silence", "1h"),
                          idempotency_key=call.ctx.key or None,
-                         **{k: v for k, v in durations.items() if v is not None})
+                         **{k: v for k, v in optional.items() if v is not None})
+
+    def claim(self, call: Call) -> Cls:
+        return self.tool(call, "claim", run=call.ctx.run)
 
     def resume(self, call: Call) -> Cls:
         return self.tool(call, "resume", run=call.ctx.run)
@@ -264,6 +272,10 @@ class McpStdioDoor(Driver):
     def changes(self, call: Call) -> Cls:
         return self.tool(call, "request_changes", run=call.ctx.run,
                          reason="add a test for the empty case")
+
+    def transfer(self, call: Call) -> Cls:
+        authority, to = transfer(call)
+        return self.tool(call, "transfer", run=call.ctx.run, authority=authority, to=to)
 
     def cancel(self, call: Call) -> Cls:
         return self.tool(call, "cancel", run=call.ctx.run, reason="the test was deleted upstream")

@@ -35,7 +35,10 @@ from .driver import (
     seen,
     target,
     title,
+    transfer,
+    worker,
 )
+from .named import check_http
 from .terms import DEEP_LEVELS, OWNER, Actor, Call, Cls, Door, Hostile, Wire
 from .world import World
 
@@ -57,7 +60,9 @@ def http_class(status: int, code: str) -> Cls:
 def _answer(response: httpx.Response) -> Cls:
     if response.is_success:
         return Cls.OK
-    return http_class(response.status_code, response.json()["error"]["code"])
+    error = response.json()["error"]
+    check_http(error)
+    return http_class(response.status_code, error["code"])
 
 
 def _json_value(value: object) -> object:
@@ -122,6 +127,8 @@ class HttpDoor(WebDoor):
         body: dict[str, object] = {
             "title": title(call), "owner": OWNER, "target": target(call),
             "kind": "long_running", "max_silence": number_text(call, "max_silence", "1h")}
+        if worker(call) is not None:
+            body["worker"] = worker(call)
         for arg in ("expect", "deadline"):
             given = number_text(call, arg, None)
             body.update({arg: given} if given is not None else {})
@@ -185,7 +192,8 @@ class HttpDoor(WebDoor):
         return self._command(call, "changes", {"reason": "add a test for the empty case"})
 
     def transfer(self, call: Call) -> Cls:
-        return self._command(call, "transfer", {"authority": "approve", "to": "bob"})
+        authority, to = transfer(call)
+        return self._command(call, "transfer", {"authority": authority, "to": to})
 
     def cancel(self, call: Call) -> Cls:
         return self._command(call, "cancel", {"reason": "the test was deleted upstream"})

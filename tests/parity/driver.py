@@ -125,6 +125,18 @@ def epoch_text(call: Call) -> str | None:
     return epoch.text if isinstance(epoch, Hostile) else None if epoch is None else str(epoch)
 
 
+def worker(call: Call) -> str | None:
+    """The worker a start names (None: the door's default, the actor who starts it)."""
+    found = call.args.get("worker")
+    return None if found is None else str(found)
+
+
+def transfer(call: Call) -> tuple[str, str]:
+    """The authority a transfer hands over, and to whom: approve to bob unless the scenario
+    names another."""
+    return str(call.args.get("authority", "approve")), str(call.args.get("to", "bob"))
+
+
 def title(call: Call) -> str:
     return str(call.args.get("title", TITLE))
 

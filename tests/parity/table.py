@@ -18,7 +18,9 @@ from .terms import (
     HOSTILE,
     LOCAL_ACTORS,
     NESTED,
+    STRANGER,
     TOKEN_DOORS,
+    WORKER,
     Actor,
     Carry,
     Cls,
@@ -36,13 +38,14 @@ WRITES: Final = frozenset({
 READS: Final = frozenset({Op.READ, Op.LIST, Op.WAIT})
 OWNER_VERBS: Final = frozenset({Op.REVIEW, Op.APPROVE, Op.CHANGES, Op.TRANSFER, Op.CANCEL,
                                 Op.RETARGET, Op.ADOPT_GATE})
-# MCP has no claim (resume takes the lease), no transfer and no hand-typed evidence (a tool
-# runs or checks it); the board offers the owner's five actions; the SDK lists nothing
-# (the store does: Store.list_runs); a hook door answers stops only.
+# MCP has no hand-typed evidence (a tool runs or checks it); the board offers the owner's
+# five actions; the SDK lists nothing (the store does: Store.list_runs); a hook door answers
+# stops only. The handoff (start with a worker, claim, transfer, resume) is at every door
+# but the board's.
 MCP_OPS: Final = frozenset({
-    Op.START, Op.RESUME, Op.HEARTBEAT, Op.BLOCK, Op.UNBLOCK, Op.ARTIFACT, Op.SKIP, Op.CHECK,
-    Op.COMMAND, Op.READY, Op.REVIEW, Op.APPROVE, Op.CHANGES, Op.CANCEL, Op.RETARGET,
-    Op.ADD_GATE, Op.ADOPT_GATE, Op.READ, Op.LIST, Op.WAIT})
+    Op.START, Op.CLAIM, Op.RESUME, Op.TRANSFER, Op.HEARTBEAT, Op.BLOCK, Op.UNBLOCK,
+    Op.ARTIFACT, Op.SKIP, Op.CHECK, Op.COMMAND, Op.READY, Op.REVIEW, Op.APPROVE, Op.CHANGES,
+    Op.CANCEL, Op.RETARGET, Op.ADD_GATE, Op.ADOPT_GATE, Op.READ, Op.LIST, Op.WAIT})
 OFFERS: Final[Mapping[Door, frozenset[Op]]] = {
     Door.SDK: WRITES | {Op.START, Op.READ, Op.WAIT},
     Door.SDK_BLOCK: frozenset({Op.START}),
@@ -328,6 +331,26 @@ def _late_workers() -> Iterator[Scenario]:
         yield Scenario(f"owner_{op}_silent", op, Actor.OWNER, Setup.SILENT, Cls.OK)
 
 
+HANDING: Final = frozenset({Door.SDK, Door.CLI, Door.MCP_STDIO, Door.MCP_HTTP, Door.HTTP})
+
+
+def _handoffs() -> Iterator[Scenario]:
+    """The handoff at every door that offers it (tests/parity/test_handoff.py runs it end
+    to end): the owner starts a run for a worker it names, the worker claims it, nobody
+    else takes its live lease, and the owner hands an authority over (approval to another
+    owner; the takeover to another actor, who may then take the live lease)."""
+    yield Scenario("owner_start_for_a_worker", Op.START, Actor.OWNER, Setup.NONE, Cls.OK,
+                   args={"worker": WORKER}, only=HANDING)
+    yield Scenario("stranger_claim_live_lease", Op.CLAIM, Actor.STRANGER, Setup.WORKING,
+                   Cls.REFUSED)
+    yield Scenario("stranger_resume_live_lease", Op.RESUME, Actor.STRANGER, Setup.WORKING,
+                   Cls.REFUSED)
+    yield Scenario("owner_transfer_takeover", Op.TRANSFER, Actor.OWNER, Setup.WORKING, Cls.OK,
+                   args={"authority": "takeover", "to": STRANGER})
+    yield Scenario("owner_transfer_to_another_owner", Op.TRANSFER, Actor.OWNER,
+                   Setup.READY, Cls.OK, args={"authority": "approve", "to": "bob"})
+
+
 def _request_edge() -> Iterator[Scenario]:
     """README, "What a request must be": the board's cookie signs in to the board's pages
     alone (401 at the API and MCP over HTTP, a refused stop at the hook route); a body sent
@@ -377,5 +400,5 @@ def _waits() -> Iterator[Scenario]:
 SCENARIOS: Final[tuple[Scenario, ...]] = (
     *_happy(), *_not_the_owner(), *_narrow_tokens(), *_no_live_token(), *_stale_leases(),
     *_owner_blockers(), *_hostile_numbers(), *_unreadable_lines(), *_remote_callers(),
-    *_gates(), *_rules(), *_stops(), *_readers(), *_late_workers(), *_request_edge(),
-    *_waits())
+    *_gates(), *_rules(), *_stops(), *_readers(), *_late_workers(), *_handoffs(),
+    *_request_edge(), *_waits())

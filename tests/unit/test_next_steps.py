@@ -80,7 +80,7 @@ def test_every_door_has_words_for_every_verb(verb: str) -> None:
     found = step(verb, RUN)
     assert cli_steps.command(found).startswith("waypost ")
     assert verb in mcp_answers.TOOL_OF_VERB
-    assert (mcp_answers.tool_of(found) is None) == (verb in ("transfer", "deliver"))
+    assert (mcp_answers.tool_of(found) is None) == (verb == "deliver")  # the relay's
     route = http_errors.next_route(found)
     assert route.verb == verb
     assert (route.method is None) == (verb == "deliver")
@@ -268,7 +268,12 @@ def test_mcp_words_a_step_as_the_tool_call_with_what_to_fill_in() -> None:
     waiver = step("approve", RUN, gate="tests", fill=("reason",), actor="alice")
     assert mcp_answers.next_call(waiver)["arguments"] == {"run": RUN,
                                                           "waivers": {"tests": ""}}
-    assert mcp_answers.next_call(step("claim", RUN))["tool"] == "resume"
+    assert mcp_answers.next_call(step("claim", RUN))["tool"] == "claim"
+    transfer = step("transfer", RUN, authority="takeover", to="w2", actor="alice")
+    assert mcp_answers.next_call(transfer) == {
+        "tool": "transfer", "verb": "transfer",
+        "arguments": {"run": RUN, "authority": "takeover", "to": "w2"}, "fill": [],
+        "actor": "alice"}
     skip = step("evidence", RUN, kind="test", fill=("reason",))
     assert mcp_answers.tool_of(skip) == "skip_evidence"
 

@@ -5,11 +5,13 @@ package alone loads nothing of it, so the CLI can name the verb without paying f
     server.py   the server: its tools and resources, and the stdio runner
     stdio.py    every line over stdio answered: the ones the SDK cannot decode with an error
     http.py     the same server over streamable HTTP, each call as its bearer token's holder
-    worker.py   the worker's tools (start, status, heartbeat, block, unblock, ready, resume)
+    worker.py   the worker's tools (start, status, heartbeat, block, unblock, ready, claim,
+                resume)
     outputs.py  the worker's durable outputs and proof (artifacts, evidence)
     session.py  who acts, on which store, within which limits (and the epochs held)
-    owner.py    the owner's tools (review, approve, request_changes, cancel, retarget,
-                checkpoint_wait: wait until runs need the parent, 50 s per call at most)
+    owner.py    the owner's tools (review, approve, request_changes, transfer, cancel,
+                retarget, checkpoint_wait: wait until runs need the parent, 50 s per
+                call at most)
     gates.py    the gate tools (add_gate: the owner, or the worker; adopt_gate: the owner)
     answers.py  the one map from the exception root to tool errors, and the success shape
     shapes.py   what every tool returns (TypedDicts: the output schemas) and the enumerations

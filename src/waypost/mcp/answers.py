@@ -25,11 +25,12 @@ logger = logging.getLogger("waypost.mcp")
 # the tool that takes each shared verb here (None: no tool of this server does)
 TOOL_OF_VERB: dict[str, str | None] = {
     "read": "checkpoint_status", "list": "checkpoint_status", "start": "checkpoint_start",
-    "claim": "resume", "resume": "resume", "heartbeat": "heartbeat", "block": "block",
+    "claim": "claim", "resume": "resume", "heartbeat": "heartbeat", "block": "block",
     "unblock": "unblock", "artifact": "add_artifact", "evidence": "run_evidence",
     "ready": "mark_ready", "review": "review", "approve": "approve",
     "changes": "request_changes", "cancel": "cancel", "retarget": "retarget",
-    "add_gate": "add_gate", "adopt_gate": "adopt_gate", "transfer": None, "deliver": None,
+    "add_gate": "add_gate", "adopt_gate": "adopt_gate", "transfer": "transfer",
+    "deliver": None,  # the relay's, which no caller drives
 }
 EVIDENCE_TOOLS = {"check": "check_evidence", "skip": "skip_evidence",
                   "command": "run_evidence"}  # by the evidence step's form

@@ -1,6 +1,7 @@
 """The owner's tools: review (re-run the owner's gates here), approve, request_changes,
-cancel, retarget. The rules decide who may (the owner, or whom the owner transferred the authority
-to); a server started for anyone else gets the CLI's refusal, naming who may."""
+transfer (hand an authority over), cancel, retarget. The rules decide who may (the owner,
+or whom the owner transferred the authority to); a server started for anyone else gets the
+refusal every door gives, naming who may and the tool to call next."""
 
 from __future__ import annotations
 
@@ -19,7 +20,9 @@ from waypost.mcp.answers import add_tools, answer, answer_async, as_json
 from waypost.mcp.session import Session
 from waypost.mcp.shapes import (
     TEXT_CEILING,
+    ActorName,
     Approved,
+    AuthorityName,
     Moved,
     Retargeted,
     Reviewed,
@@ -33,7 +36,8 @@ Reason = Annotated[str, Field(min_length=1, max_length=TEXT_CEILING)]
 
 def register(server: MCPServer, session: Session) -> None:
     add_tools(server, (_review(session), _approve(session), _changes(session),
-                       _cancel(session), _retarget(session), _wait(session)))
+                       _transfer(session), _cancel(session), _retarget(session),
+                       _wait(session)))
 
 
 def bounded(session: Session, packet: model.Packet) -> Config:
@@ -115,6 +119,33 @@ def _changes(session: Session) -> Any:
         return answer("request_changes", work)
 
     return request_changes
+
+
+def _transfer(session: Session) -> Any:
+    def transfer(
+        run: RunId,
+        authority: Annotated[AuthorityName, Field(description=(
+            "approve: they may review and approve the result; deliver: they may deliver "
+            "it; takeover: they may claim or resume the run while its worker's lease is "
+            "live."))],
+        to: Annotated[ActorName, Field(description="The actor who receives it.")],
+    ) -> Annotated[CallToolResult, Moved]:
+        """Owner: hand one of your authorities on the run to another actor, recorded in
+        its history for good (you keep yours). Only the owner may. Returns the state and
+        version. Next: tell them; with takeover they call claim (or resume), with approve
+        they call review, then approve."""
+
+        def work() -> dict[str, Any]:
+            with session.store() as store:
+                packet = session.run(store, run).transfer(model.Authority(authority), to)
+            then = ("claim (or resume)" if authority == "takeover" else
+                    "review, then approve" if authority == "approve" else "deliver")
+            return {"run": run, "state": packet.state, "version": packet.version,
+                    "next": f"{to} may now {then}"}
+
+        return answer("transfer", work)
+
+    return transfer
 
 
 def _cancel(session: Session) -> Any:

@@ -26,11 +26,14 @@ GRANT_KEY = "waypost.grant"  # where the HTTP gate leaves the request's grant in
 INSTRUCTIONS = """\
 waypost keeps a checkpoint packet for long-running work, outside your memory: state,
 blockers, artifacts, evidence, and one final delivery to a target recorded up front.
-As the worker: checkpoint_start (or resume) before the work, heartbeat while working,
-block when stuck on something specific, add_artifact for durable outputs, run_evidence /
-check_evidence for proof (skip_evidence when a check cannot run, with the reason), then
-mark_ready with a summary. As the owner: review, then approve or request_changes; a gate
-someone else declared runs at your review only once you adopt_gate it.
+As the worker: checkpoint_start before the work (or claim a run you were named the worker
+of; resume one left silent, with its brief), heartbeat while working, block when stuck on
+something specific, add_artifact for durable outputs, run_evidence / check_evidence for
+proof (skip_evidence when a check cannot run, with the reason), then mark_ready with a
+summary. As the owner: checkpoint_start with a worker to hand the work over, transfer an
+authority (approve, deliver, takeover) to another actor, review, then approve or
+request_changes; a gate someone else declared runs at your review only once you
+adopt_gate it.
 Every refusal says why and names the tool to call next."""
 
 

@@ -29,10 +29,14 @@ SkippedKindName = Literal["build", "test", "lint", "grep", "inspect", "live_chec
 KindName = Literal["bounded", "long_running"]
 StateName = Literal["in_progress", "blocked", "ready_for_review", "approved", "delivered",
                     "cancelled"]
+AuthorityName = Literal["approve", "deliver", "takeover"]
+# an actor's name, as every door bounds it (`waypost.inputs.name` decides the rest)
+ActorName = Annotated[str, Field(min_length=1, max_length=200)]
 
 
 class Started(TypedDict):
-    """A run recorded (or found again by its idempotency key), its lease held by you."""
+    """A run recorded (or found again by its idempotency key); `epoch` is the lease this
+    server holds for you on it (None: another worker holds it)."""
 
     run: str
     created: bool
@@ -83,6 +87,16 @@ class EvidenceAdded(TypedDict):
 
     run: str
     evidence: dict[str, Any]
+    next: str
+
+
+class Claimed(TypedDict):
+    """The lease taken: the epoch this server now holds for you on the run."""
+
+    run: str
+    state: str
+    version: int
+    epoch: int
     next: str
 
 

@@ -1,5 +1,6 @@
-"""The worker's tools: start or find a run, say where it is, keep it current, submit the
-result, take a silent run over (its durable outputs and proof: `waypost.mcp.outputs`).
+"""The worker's tools: start or find a run (for yourself or for a worker you name), say
+where it is, keep it current, submit the result, take the lease (claim) or a silent run
+over with its brief (resume) (its durable outputs and proof: `waypost.mcp.outputs`).
 Each calls the same use case as the CLI verb of the same job (`waypost.usecases.runs`); the rules
 are theirs alone."""
 
@@ -20,8 +21,10 @@ from waypost.mcp.answers import add_tools, answer
 from waypost.mcp.session import Session
 from waypost.mcp.shapes import (
     TEXT_CEILING,
+    ActorName,
     Blocked,
     BlockerKindName,
+    Claimed,
     KindName,
     Moved,
     Resumed,
@@ -40,7 +43,7 @@ Duration = Annotated[str | None, Field(max_length=64, description="A duration: 9
 def register(server: MCPServer, session: Session) -> None:
     add_tools(server, (_start(session), _status(session), _heartbeat(session),
                        _block(session), _unblock(session), *outputs.tools(session),
-                       _ready(session), _resume(session)))
+                       _ready(session), _claim(session), _resume(session)))
 
 
 def observed(store: Any, packet: Packet) -> dict[str, Any]:
@@ -79,20 +82,25 @@ def _start(session: Session) -> Any:
         host_session: Annotated[str | None, Field(max_length=200, description=(
             "Your agent host's session id, so its stop hook finds this run [default: the "
             "session this server was started in, when the host says so]."))] = None,
+        worker: Annotated[ActorName | None, Field(description=(
+            "Who does the work: that actor holds the lease from the start (epoch 1) and "
+            "takes it up with claim, through its own server [default: you]."))] = None,
     ) -> Annotated[CallToolResult, Started]:
         """Record a checkpoint packet BEFORE starting work that takes a while, so where the
         work stands survives this session. Call it once per piece of work (pass an
         idempotency_key to make retries safe). You become the run's worker (you hold its
-        lease); the owner (default: you) reviews and approves. Returns the run id and its
-        packet. Next: heartbeat while you work, add_artifact and run_evidence as you go,
-        then mark_ready."""
+        lease), unless you name another worker: then that worker holds it and you hand the
+        run over (it calls claim). The owner (default: you) reviews and approves. Returns
+        the run id, its packet and the epoch you hold (none when you named another
+        worker). Next: heartbeat while you work, add_artifact and run_evidence as you go,
+        then mark_ready; or, having named a worker, tell it the run id."""
 
         def work() -> dict[str, Any]:
             spec = starting.start_spec(
                 title, owner=owner, target=target, notify=notify, kind=kind, expect=expect,
                 deadline=deadline, heartbeat_interval=heartbeat_interval,
                 max_silence=max_silence, review_within=review_within, gates=gates,
-                worker=session.actor, idempotency_key=idempotency_key,
+                worker=worker or session.actor, idempotency_key=idempotency_key,
                 session=host_session or session.host_session, config=session.config)
             session.permit(owner=owner or session.actor)
             session.exposure.check_start(target=spec.target, notify=spec.notify,
@@ -104,9 +112,12 @@ def _start(session: Session) -> Any:
                 if packet.worker is not None and packet.worker.actor == session.actor:
                     run.epoch = packet.worker.epoch
                     session.hold(run)
+                handed = packet.worker is not None and packet.worker.actor != session.actor
                 return {"run": run.id, "created": created, "state": packet.state,
                         "epoch": run.epoch, "packet": observed(store, packet),
-                        "next": "heartbeat while you work; add_artifact, run_evidence; "
+                        "next": f"{packet.worker.actor} calls claim on {run.id}, through "
+                        "its own server" if handed and packet.worker else
+                        "heartbeat while you work; add_artifact, run_evidence; "
                         "then mark_ready"}
 
         return answer("checkpoint_start", work)
@@ -122,8 +133,8 @@ def _status(session: Session) -> Any:
         """Where work stands: one run's packet (state, liveness, blockers, artifacts,
         evidence, gates), or, without a run id, every active run this server's actor works
         on or owns. Read-only. Call it at the start of a session to find work in progress,
-        and whenever a refusal names it. Next: resume a run someone else left silent, or
-        continue yours with heartbeat."""
+        and whenever a refusal names it. Next: claim a run you were named the worker of,
+        resume one someone else left silent, or continue yours with heartbeat."""
 
         def work() -> dict[str, Any]:
             from waypost.mcp.answers import as_json
@@ -143,7 +154,8 @@ def _status(session: Session) -> Any:
                 seen = reading.runs(store, session.grant, packets, config=session.config,
                                     now=utcnow())
                 return {"runs": as_json(seen),
-                        "next": "heartbeat on a run you hold, or resume one left silent"}
+                        "next": "heartbeat on a run you hold; claim one you were named the "
+                        "worker of; resume one left silent"}
 
         return answer("checkpoint_status", work)
 
@@ -250,6 +262,31 @@ def _ready(session: Session) -> Any:
         return answer("mark_ready", work)
 
     return mark_ready
+
+
+def _claim(session: Session) -> Any:
+    def claim(run: RunId) -> Annotated[CallToolResult, Claimed]:
+        """Take the run's worker lease: its epoch goes up by one, so whoever held it
+        before (another worker, or an older process of yours) is fenced, and this server
+        holds the new epoch for your writes. Call it when you were named the run's worker
+        (checkpoint_start's worker) or the owner handed you the takeover (transfer). A live
+        lease of another worker is only the owner's, or its nominee's, to take; a run
+        blocked as worker_silent is taken over as resume takes it. Answers no brief (resume
+        does). Returns the epoch. Next: heartbeat while you work."""
+
+        def work() -> dict[str, Any]:
+            with session.store() as store:
+                handle = session.run(store, run)
+                packet = handle.claim()
+                session.hold(handle)
+            return {"run": run, "state": packet.state, "version": packet.version,
+                    "epoch": handle.epoch,
+                    "next": "heartbeat while you work; add_artifact, run_evidence; "
+                    "then mark_ready"}
+
+        return answer("claim", work)
+
+    return claim
 
 
 def _resume(session: Session) -> Any:

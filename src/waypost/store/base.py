@@ -9,7 +9,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Self, TypeVar
 
 from waypost.core.writes import Deferral, Due, RunWrite, Snapshot
-from waypost.errors import InvalidInput, StaleLease, StoreError, VersionConflict
+from waypost.errors import InvalidInput, StaleLease, StoreError, VersionConflict, step
 from waypost.model import (
     TERMINAL,
     Delivery,
@@ -73,7 +73,7 @@ def lost_lease(current: Delivery, relay: str) -> StaleLease:
                 if current.lease_owner else f"it is {current.status}")
     return StaleLease(
         f"relay {relay} no longer holds delivery {current.key}: {now_with}",
-        hint=f"nothing to do: see where it stands with: waypost show {current.run_id}",
+        hint="nothing to do", steps=[step("read", current.run_id, why="see where it stands")],
     )
 
 

@@ -18,7 +18,7 @@ from waypost.core import outbox
 from waypost.core.history import Step, prepare
 from waypost.core.observed import final_of
 from waypost.core.writes import RunWrite, Snapshot
-from waypost.errors import InvalidInput
+from waypost.errors import InvalidInput, step
 from waypost.events import BlockerResolved, Retargeted
 from waypost.model import BlockerKind, Delivery, State
 from waypost.store.base import Store
@@ -29,8 +29,8 @@ def check_uris(store: Store, config: Config, run_id: str, target: str | None,
                notify: str | None) -> None:
     """The new URIs, decided as `start` decides them, before anything is read or written."""
     if target is None and notify is None:
-        raise InvalidInput("name a new target, or --notify URI, or both",
-                           hint=f"waypost retarget {run_id} URI [--notify URI]")
+        raise InvalidInput("name a new target, a new notify URI, or both",
+                           steps=[step("retarget", run_id)])
     for field, uri in (("target", target), ("notify", notify)):
         if uri is not None:
             inputs.text(uri, field, limit=inputs.TEXT_LIMITS["uri"])

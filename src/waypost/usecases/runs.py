@@ -299,7 +299,7 @@ class Run:
         from waypost.usecases.evidence import MAX_OUTPUT_BYTES, command_result
 
         if not argv:
-            raise InvalidInput("no command to run", hint="waypost evidence run RUN -- CMD ARGS")
+            raise InvalidInput("no command to run", steps=[step("evidence", self.id)])
         inputs.utf8(list(argv), "command argument")
         inputs.finite(timeout, "timeout", low=0.001, high=MAX_DURATION)
         packet = self.precheck(self._evidence_probe)

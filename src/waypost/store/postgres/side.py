@@ -13,7 +13,7 @@ from typing import Any, LiteralString
 
 import psycopg
 
-from waypost.errors import NotFound
+from waypost.errors import NotFound, step
 from waypost.model import Delivery, Grant, Packet, RelayInfo, State, Watcher, json_decoder
 from waypost.store.base import Store
 from waypost.store.postgres import api as api_sql
@@ -48,7 +48,7 @@ class PostgresSide(Store):
                           one_statement=True) as cur:
             if cur.execute("UPDATE runs SET session_id = %s WHERE id = %s",
                            (session_id, run_id)).rowcount != 1:
-                raise NotFound(f"no run {run_id}", hint="list runs with: waypost ls")
+                raise NotFound(f"no run {run_id}", steps=[step("list", why="list the runs")])
 
     def count_stop_block(self, run_id: str, *, reset: bool = False,
                          turn: str | None = None) -> int:
@@ -58,7 +58,7 @@ class PostgresSide(Store):
             row = cur.execute("SELECT stop_blocks FROM runs WHERE id = %s FOR UPDATE",
                               (run_id,)).fetchone()
             if row is None:
-                raise NotFound(f"no run {run_id}", hint="list runs with: waypost ls")
+                raise NotFound(f"no run {run_id}", steps=[step("list", why="list the runs")])
             if turn is not None and not reset and cur.execute(
                     "SELECT 1 FROM settings WHERE name = %s AND value = %s",
                     (marker, turn)).fetchone() is not None:

@@ -31,6 +31,7 @@ from waypost.errors import (
     StoreBusy,
     StoreError,
     VersionConflict,
+    step,
 )
 from waypost.events import Event
 from waypost.model import Delivery, Packet, State, to_json
@@ -187,7 +188,7 @@ class PostgresStore(PostgresSide):
         if row[1] != fingerprint:
             raise IdempotencyConflict(
                 f"idempotency key {key!r} was used for run {row[0]} with other parameters",
-                hint=f"use a new key, or inspect the first run: waypost show {row[0]}",
+                hint="use a new key", steps=[step("read", row[0], why="or inspect the first run")],
             )
         return self.load(row[0]).packet, False
 
@@ -244,12 +245,12 @@ class PostgresStore(PostgresSide):
     def _explain_miss(cur: psycopg.Cursor[Any], run_id: str, expected: int) -> NoReturn:
         row = cur.execute("SELECT version FROM runs WHERE id = %s", (run_id,)).fetchone()
         if row is None:
-            raise NotFound(f"no run {run_id}", hint="list runs with: waypost ls")
+            raise NotFound(f"no run {run_id}", steps=[step("list", why="list the runs")])
         if row[0] == expected:  # the version held: the head guard did not
             raise head_changed(run_id, expected)
         raise VersionConflict(
             f"run {run_id} is at version {row[0]}, not {expected}: another write came first",
-            hint=f"read it again: waypost show {run_id}",
+            steps=[step("read", run_id, why="read it again")],
         )
 
     @staticmethod
@@ -269,7 +270,7 @@ class PostgresStore(PostgresSide):
                           "SELECT coalesce(packet_text, packet::text), head_hash,"
                           f" {_HEAD_EVENT} FROM runs WHERE id = %s", (run_id,))
         if not rows:
-            raise NotFound(f"no run {run_id}", hint="list runs with: waypost ls")
+            raise NotFound(f"no run {run_id}", steps=[step("list", why="list the runs")])
         packet, head_hash, head = rows[0]
         return Snapshot(decode_packet(_packet_decoder, run_id, packet), head_hash, head)
 
@@ -278,7 +279,7 @@ class PostgresStore(PostgresSide):
                           "SELECT seq, coalesce(body_text, body::text) FROM events"
                           " WHERE run_id = %s ORDER BY seq", (run_id,))
         if not rows:
-            raise NotFound(f"no run {run_id}", hint="list runs with: waypost ls")
+            raise NotFound(f"no run {run_id}", steps=[step("list", why="list the runs")])
         events = []
         for seq, body in rows:
             try:

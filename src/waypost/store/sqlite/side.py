@@ -12,7 +12,7 @@ from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from waypost.errors import NotFound
+from waypost.errors import NotFound, step
 from waypost.model import Delivery, Grant, Packet, RelayInfo, State, Watcher, json_decoder
 from waypost.store.base import Store
 from waypost.store.shared import Skipped, readable_packets
@@ -41,7 +41,7 @@ class SqliteSide(Store):
         with self._writing(f"attach session {session_id[:80]!r} to run {run_id}") as db:
             if db.execute("UPDATE runs SET session_id = ? WHERE id = ?",
                           (session_id, run_id)).rowcount != 1:
-                raise NotFound(f"no run {run_id}", hint="list runs with: waypost ls")
+                raise NotFound(f"no run {run_id}", steps=[step("list", why="list the runs")])
 
     # --- pages of runs, the change feed and bearer tokens ------------------------------
 

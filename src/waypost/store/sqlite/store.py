@@ -16,6 +16,7 @@ from waypost.errors import (
     IdempotencyConflict,
     IntegrityError,
     NotFound,
+    step,
 )
 from waypost.model import (
     Delivery,
@@ -135,7 +136,7 @@ class SqliteStore(SqliteSide):
                 if rows and (reset or turn is not None):
                     self._mark_turn(db, marker, None if reset else turn)
         if not rows:
-            raise NotFound(f"no run {run_id}", hint="list runs with: waypost ls")
+            raise NotFound(f"no run {run_id}", steps=[step("list", why="list the runs")])
         return int(rows[0][0])
 
     @staticmethod
@@ -151,7 +152,7 @@ class SqliteStore(SqliteSide):
         if stored != fingerprint:
             raise IdempotencyConflict(
                 f"idempotency key {key!r} was used for run {run_id} with other parameters",
-                hint=f"use a new key, or inspect the first run: waypost show {run_id}",
+                hint="use a new key", steps=[step("read", run_id, why="or inspect the first run")],
             )
         return self.load(run_id).packet
 
@@ -180,7 +181,7 @@ class SqliteStore(SqliteSide):
         with self._reading(f"read run {run_id}") as db:
             row = db.execute(LOAD, (run_id,)).fetchone()
         if row is None:
-            raise NotFound(f"no run {run_id}", hint="list runs with: waypost ls")
+            raise NotFound(f"no run {run_id}", steps=[step("list", why="list the runs")])
         return Snapshot(decode_packet(_packet_decoder, run_id, row[0]), row[1], row[2])
 
     def events(self, run_id: str) -> list[Event]:
@@ -188,7 +189,7 @@ class SqliteStore(SqliteSide):
             rows = db.execute("SELECT seq, CAST(body AS BLOB) FROM events WHERE run_id = ?"
                               " ORDER BY seq", (run_id,)).fetchall()
         if not rows:
-            raise NotFound(f"no run {run_id}", hint="list runs with: waypost ls")
+            raise NotFound(f"no run {run_id}", steps=[step("list", why="list the runs")])
         from waypost.events import Event  # here: no hot verb reads events
 
         events, decoder = [], json_decoder(Event)  # built on first use

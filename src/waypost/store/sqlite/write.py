@@ -13,7 +13,7 @@ from typing import Generic, TypeVar, cast
 
 from waypost.core.due import next_check_at
 from waypost.core.writes import RunWrite
-from waypost.errors import NotFound, StoreError, VersionConflict, WaypostError
+from waypost.errors import NotFound, StoreError, VersionConflict, WaypostError, step
 from waypost.events import Event
 from waypost.model import Packet, to_json
 from waypost.store.base import check_moves
@@ -107,12 +107,12 @@ def _refusal(db: sqlite3.Connection, write: RunWrite) -> WaypostError:
     head event it chains onto was altered since it was read."""
     row = db.execute("SELECT version FROM runs WHERE id = ?", (write.run_id,)).fetchone()
     if row is None:
-        return NotFound(f"no run {write.run_id}", hint="list runs with: waypost ls")
+        return NotFound(f"no run {write.run_id}", steps=[step("list", why="list the runs")])
     if row[0] == write.expected_version:
         return head_changed(write.run_id, row[0])
     return VersionConflict(
         f"run {write.run_id} is at version {row[0]}, not {write.expected_version}: "
-        "another write came first", hint=f"read it again: waypost show {write.run_id}")
+        "another write came first", steps=[step("read", write.run_id, why="read it again")])
 
 
 def write_runs(db: sqlite3.Connection, writes: Sequence[RunWrite],
