@@ -10,6 +10,7 @@ listed until acknowledged, however often it was shown.
 
 from __future__ import annotations
 
+import shlex
 from typing import TYPE_CHECKING
 
 import msgspec
@@ -61,7 +62,7 @@ def while_away(store: Store, reader: str) -> str | None:
     lines = [f"waypost: while you were gone ({reader}'s runs):", *map(line, told)]
     if more or inbox.more:
         lines.append("  … and more: waypost inbox")
-    lines.append(f"acknowledge them with: waypost inbox --ack --as {reader}")
+    lines.append(f"acknowledge them with: waypost inbox --ack --as {shlex.quote(reader)}")
     return "\n".join(lines)
 
 
@@ -82,7 +83,8 @@ def text(inbox: Inbox) -> str:
     if inbox.more:
         lines.append("  … and more: acknowledge these to see the rest")
     elif not inbox.acknowledged:
-        lines.append(f"acknowledge them with: waypost inbox --ack --as {inbox.reader}")
+        lines.append("acknowledge them with: waypost inbox --ack --as "
+                     + shlex.quote(inbox.reader))
     return "\n".join(lines)
 
 
