@@ -232,7 +232,7 @@ def _context(store: Store, call: HookCall, grant: Grant | None, terms: Terms,
     said = _run_context(store, call, grant, terms, now)
     if call.event != "session-start":
         return said
-    news = _while_away(store, _reader(store, call, grant, terms))
+    news = _while_away(store, _reader(store, call, grant, terms), grant)
     if news is None:
         return said
     return Context(text=f"{said.text}\n\n{news}" if said.text else news)
@@ -252,7 +252,7 @@ def _reader(store: Store, call: HookCall, grant: Grant | None, terms: Terms) -> 
     return None
 
 
-def _while_away(store: Store, reader: str | None) -> str | None:
+def _while_away(store: Store, reader: str | None, grant: Grant | None) -> str | None:
     """The reader's news not yet shown, marked shown now; a failure to read it is told,
     and never hides the rest of the session's context."""
     if reader is None:
@@ -260,7 +260,7 @@ def _while_away(store: Store, reader: str | None) -> str | None:
     from waypost.usecases import inbox
 
     try:
-        return inbox.while_away(store, reader)
+        return inbox.while_away(store, reader, caller=grant)
     except WaypostError as exc:
         return f"waypost: the inbox of {reader[:80]} could not be read: {exc}"
 

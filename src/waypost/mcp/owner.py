@@ -1,6 +1,7 @@
 """The owner's tools: review (re-run the owner's gates here), approve, request_changes,
-cancel, retarget. The rules decide who may (the owner, or whom the owner transferred the authority
-to); a server started for anyone else gets the CLI's refusal, naming who may."""
+cancel, retarget, and inbox (what happened on the runs one owns). The rules decide who may
+(the owner, or whom the owner transferred the authority to); a server started for anyone
+else gets the CLI's refusal, naming who may."""
 
 from __future__ import annotations
 
@@ -17,14 +18,22 @@ from waypost.core.gates import runs_at_review
 from waypost.core.targets import FORMS
 from waypost.mcp.answers import add_tools, answer, as_json
 from waypost.mcp.session import Session
-from waypost.mcp.shapes import TEXT_CEILING, Approved, Moved, Retargeted, Reviewed, RunId
+from waypost.mcp.shapes import (
+    TEXT_CEILING,
+    Approved,
+    Inboxed,
+    Moved,
+    Retargeted,
+    Reviewed,
+    RunId,
+)
 
 Reason = Annotated[str, Field(min_length=1, max_length=TEXT_CEILING)]
 
 
 def register(server: MCPServer, session: Session) -> None:
     add_tools(server, (_review(session), _approve(session), _changes(session),
-                       _cancel(session), _retarget(session)))
+                       _cancel(session), _retarget(session), _inbox(session)))
 
 
 def bounded(session: Session, packet: model.Packet) -> Config:
@@ -153,3 +162,28 @@ def _retarget(session: Session) -> Any:
         return answer("retarget", work)
 
     return retarget
+
+
+def _inbox(session: Session) -> Any:
+    def inbox(ack: Annotated[bool, Field(description=(
+            "Acknowledge every item listed (those that arrive meanwhile stay)."))] = False,
+    ) -> Annotated[CallToolResult, Inboxed]:
+        """Owner: what happened on the runs you own since you last acknowledged: a run
+        ready for review, blocked on you, gone silent, delivered (with its receipt), its
+        delivery failed, cancelled or nudged. The runs' own events, so a lost notice is
+        recovered here; each item stays until acknowledged. Returns the items, oldest
+        first. Next: act on each (review, unblock, resume), then inbox with ack."""
+
+        def work() -> dict[str, Any]:
+            from waypost.usecases import inbox as inboxes
+
+            session.permit()
+            with session.store() as store:
+                found = inboxes.read(store, session.actor, ack=ack, caller=session.grant)
+            step = ("nothing: these are acknowledged" if ack or not found.items else
+                    "act on each item, then inbox with ack")
+            return {**as_json(found), "next": step}
+
+        return answer("inbox", work)
+
+    return inbox

@@ -30,7 +30,8 @@ As the worker: checkpoint_start (or resume) before the work, heartbeat while wor
 block when stuck on something specific, add_artifact for durable outputs, run_evidence /
 check_evidence for proof (skip_evidence when a check cannot run, with the reason), then
 mark_ready with a summary. As the owner: review, then approve or request_changes; a gate
-someone else declared runs at your review only once you adopt_gate it.
+someone else declared runs at your review only once you adopt_gate it; inbox lists what
+happened on your runs while you were away (ack it once handled).
 Every refusal says why and names the tool to call next."""
 
 

@@ -39,7 +39,7 @@ OPERATION_OF_TOOL: dict[str, Operation] = {
     "resume": Operation.RESUME, "review": Operation.REVIEW, "approve": Operation.APPROVE,
     "request_changes": Operation.CHANGES, "cancel": Operation.CANCEL,
     "retarget": Operation.RETARGET, "add_gate": Operation.ADD_GATE,
-    "adopt_gate": Operation.ADOPT_GATE,
+    "adopt_gate": Operation.ADOPT_GATE, "inbox": Operation.LIST,
 }
 
 

@@ -6,6 +6,11 @@ final delivery is committed in the same transaction as the plan. Only each reade
 are stored: *shown* (a new session's start told it, once: `while_away`) and *acknowledged*
 (`waypost inbox --ack`, `POST /api/inbox/ack`, the `inbox` tool with `ack`); an item stays
 listed until acknowledged, however often it was shown.
+
+On an authenticated door the reader is the token's holder (`caller`): its items are those
+of the runs its token may read, as the read model shows them (`core.readers`: a viewer's
+token sees no private summary, even its owner's). On a local store the reader is
+self-asserted, as everywhere on it.
 """
 
 from __future__ import annotations
@@ -16,13 +21,16 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from waypost import inputs
+from waypost.core import access, readers
 from waypost.core import inbox as rule
 from waypost.core.inbox import Item
 from waypost.display import one_line
 from waypost.errors import NotFound
-from waypost.model import Record
+from waypost.model import Packet, Record
 
 if TYPE_CHECKING:
+    from waypost.core.access import Caller
+    from waypost.events import Event
     from waypost.store.base import Store
 
 MAX_TOLD = 20  # items a session's start tells at most (the rest: `waypost inbox`)
@@ -37,22 +45,27 @@ class Inbox(Record, frozen=True, kw_only=True):
     more: bool  # more items wait past these (acknowledge these to see them)
 
 
-def read(store: Store, reader: str, *, ack: bool = False) -> Inbox:
+def read(store: Store, reader: str, *, ack: bool = False,
+         caller: Caller | None = None) -> Inbox:
     """The reader's items not yet acknowledged; with `ack`, acknowledged now (exactly
-    those listed: an item that arrives meanwhile stays)."""
+    those listed: an item that arrives meanwhile stays). `caller`: the token of an
+    authenticated door, whose holder must be the reader."""
     reader = inputs.name(reader, "reader")
     found = store.inbox_events(reader, types=rule.TYPES, limit=rule.MAX_ITEMS)
-    items = _titled(store, rule.items(found, reader))
+    packets = _packets(store, {e.run_id for e, _ in found})
+    seen = _seen(found, packets, caller)
+    items = [msgspec.structs.replace(i, title=packets[i.run_id].title)
+             for i in rule.items(seen, reader)]
     if ack and items:
         store.mark_inbox(reader, rule.marks(items), acked=True)
     return Inbox(reader=reader, items=tuple(items), acknowledged=ack,
                  more=len(found) >= rule.MAX_ITEMS)
 
 
-def while_away(store: Store, reader: str) -> str | None:
+def while_away(store: Store, reader: str, *, caller: Caller | None = None) -> str | None:
     """A new session's news for its reader: the items never shown, told once (they are
     marked shown now, and stay in the inbox until acknowledged); None: nothing new."""
-    inbox = read(store, reader)
+    inbox = read(store, reader, caller=caller)
     fresh = [i for i in inbox.items if not i.shown]
     if not fresh:
         return None
@@ -88,11 +101,24 @@ def text(inbox: Inbox) -> str:
     return "\n".join(lines)
 
 
-def _titled(store: Store, items: list[Item]) -> list[Item]:
-    titles: dict[str, str] = {}
-    for run_id in dict.fromkeys(i.run_id for i in items):
+def _packets(store: Store, run_ids: set[str]) -> dict[str, Packet]:
+    """The packets of the runs listed (one read each, `MAX_ITEMS` at most); a run pruned
+    meanwhile is left out, and its items with it."""
+    found = {}
+    for run_id in sorted(run_ids):
         try:
-            titles[run_id] = store.get(run_id).title
-        except NotFound:  # pruned meanwhile
-            titles[run_id] = ""
-    return [msgspec.structs.replace(i, title=titles[i.run_id]) for i in items]
+            found[run_id] = store.get(run_id)
+        except NotFound:
+            continue
+    return found
+
+
+def _seen(found: list[tuple[Event, int]], packets: dict[str, Packet],
+          caller: Caller | None) -> list[tuple[Event, int]]:
+    """The events found, as `caller` may see them (all of them on a local store)."""
+    kept = [(e, shown) for e, shown in found if e.run_id in packets]
+    if caller is None:
+        return kept
+    may = {p.id for p in access.visible(caller, packets.values())}
+    return [(readers.events_seen([e], readers.sight(caller, packets[e.run_id]), fold=True)[0],
+             shown) for e, shown in kept if e.run_id in may]
