@@ -302,6 +302,10 @@ class McpStdioDoor(Driver):
     def list(self, call: Call) -> Cls:
         return self.tool(call, "checkpoint_status")
 
+    def inbox(self, call: Call) -> Cls:
+        listed = self.tool(call, "inbox")
+        return listed if listed is not Cls.OK else self.tool(call, "inbox", ack=True)
+
 
 class McpHttpDoor(McpStdioDoor):
     """The same tools over HTTP: one server, and a session per token."""

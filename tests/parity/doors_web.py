@@ -217,6 +217,12 @@ class HttpDoor(WebDoor):
     def list(self, call: Call) -> Cls:
         return _answer(self.http.get("/api/runs", headers=self.headers(call)))
 
+    def inbox(self, call: Call) -> Cls:
+        listed = self.http.get("/api/inbox", headers=self.headers(call))
+        if not listed.is_success:
+            return _answer(listed)
+        return _answer(self.post(call, "/api/inbox/ack"))
+
 
 # --- the board ----------------------------------------------------------------------------
 

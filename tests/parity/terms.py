@@ -74,6 +74,7 @@ class Op(enum.StrEnum):
     ADOPT_GATE = "adopt_gate"  # the owner makes another's gate its own
     READ = "read"  # one run's packet
     LIST = "list"  # the runs
+    INBOX = "inbox"  # the caller's inbox: listed, then acknowledged
     STOP = "stop"  # an agent host asks whether its agent may stop
 
 
@@ -88,6 +89,7 @@ OPERATION_OF: Final[Mapping[Op, Operation | None]] = {
     Op.TRANSFER: Operation.TRANSFER, Op.CANCEL: Operation.CANCEL,
     Op.RETARGET: Operation.RETARGET, Op.ADD_GATE: Operation.ADD_GATE,
     Op.ADOPT_GATE: Operation.ADOPT_GATE, Op.READ: Operation.READ, Op.LIST: Operation.LIST,
+    Op.INBOX: Operation.LIST,  # the holder's own runs, as its token may read them
     Op.STOP: None,  # the hook reads the session's run (READ) and counts as BLOCK
 }
 

@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Final
 
 from waypost.core.authority import OWNER_RESOLVES
+from waypost.core.sanitize import WITHHELD
 from waypost.events import (
     BlockerOpened,
     Cancelled,
@@ -59,7 +60,9 @@ def topic(event: Event) -> tuple[Topic, str] | None:
     """The event as news for its run's owner (topic, detail), or None: not news."""
     data = event.data
     if isinstance(data, MarkedReady):
-        return Topic.READY_FOR_REVIEW, data.public_summary or data.summary
+        withheld = data.summary == WITHHELD  # a reader of the public view (core.readers)
+        return Topic.READY_FOR_REVIEW, (data.public_summary or data.summary) if withheld \
+            else data.summary
     if isinstance(data, BlockerOpened):
         if data.kind is BlockerKind.WORKER_SILENT:
             return Topic.SILENT, data.detail
