@@ -43,7 +43,7 @@ class Topic(QuickStrEnum):
     NUDGED = "nudged"  # the watchdog's reminder: a review or a delivery is waiting
 
 
-class Item(Record, frozen=True, kw_only=True):
+class InboxItem(Record, frozen=True, kw_only=True):
     """One event of a run the reader owns, as its inbox shows it."""
 
     run_id: str
@@ -81,20 +81,20 @@ def topic(event: Event) -> tuple[Topic, str] | None:
     return None
 
 
-def items(found: Iterable[tuple[Event, int]], reader: str) -> list[Item]:
+def items(found: Iterable[tuple[Event, int]], reader: str) -> list[InboxItem]:
     """The reader's items among the events the store found past its acknowledged marks
     (each with its run's shown mark), in the order found."""
     chosen = []
     for event, shown_upto in found:
         news = topic(event) if event.actor != reader else None
         if news is not None:
-            chosen.append(Item(run_id=event.run_id, seq=event.seq, at=event.at,
+            chosen.append(InboxItem(run_id=event.run_id, seq=event.seq, at=event.at,
                                actor=event.actor, topic=news[0], detail=news[1],
                                shown=event.seq <= shown_upto))
     return chosen
 
 
-def marks(listed: Iterable[Item]) -> dict[str, int]:
+def marks(listed: Iterable[InboxItem]) -> dict[str, int]:
     """How far each run's events were listed: the marks that listing sets (never an event
     the reader was not given)."""
     upto: dict[str, int] = {}

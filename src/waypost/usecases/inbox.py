@@ -23,7 +23,7 @@ import msgspec
 from waypost import inputs
 from waypost.core import access, readers
 from waypost.core import inbox as rule
-from waypost.core.inbox import Item
+from waypost.core.inbox import InboxItem
 from waypost.display import one_line
 from waypost.errors import NotFound
 from waypost.model import Packet, Record
@@ -40,7 +40,7 @@ class Inbox(Record, frozen=True, kw_only=True):
     """A reader's inbox as one answer listed it."""
 
     reader: str
-    items: tuple[Item, ...]  # oldest first
+    items: tuple[InboxItem, ...]  # oldest first
     acknowledged: bool  # this answer acknowledged every item it lists
     more: bool  # more items wait past these (acknowledge these to see them)
 
@@ -79,7 +79,7 @@ def while_away(store: Store, reader: str, *, caller: Caller | None = None) -> st
     return "\n".join(lines)
 
 
-def line(item: Item) -> str:
+def line(item: InboxItem) -> str:
     """One item in one line."""
     title = f" ({item.title})" if item.title else ""
     return one_line(f"  {item.at:%Y-%m-%d %H:%M:%S}Z {item.run_id}{title} {item.topic}"
