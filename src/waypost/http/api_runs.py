@@ -92,10 +92,10 @@ class InboxController(Controller):
 
     @get("/", sync_to_thread=True, responses=ERRORS,
          summary="The token holder's inbox: news of the runs it owns, not yet acknowledged")
-    def inbox(self, store: StoreDep, caller: CallerDep) -> Inbox:
-        return ops.inbox(store, caller, ack=False)
+    def inbox(self, store: StoreDep, caller: CallerDep, config: ConfigDep) -> Inbox:
+        return ops.inbox(store, caller, ack=False, project=config.project)
 
     @post("/ack", sync_to_thread=True, responses=ERRORS, status_code=200,
           summary="Acknowledge the token holder's inbox: answers the items acknowledged")
-    def ack(self, store: StoreDep, caller: CallerDep) -> Inbox:
-        return ops.inbox(store, caller, ack=True)
+    def ack(self, store: StoreDep, caller: CallerDep, config: ConfigDep) -> Inbox:
+        return ops.inbox(store, caller, ack=True, project=config.project)

@@ -65,13 +65,13 @@ def list_runs(store: Store, caller: Caller, *, states: Sequence[str] = (),
                           next_cursor=page[-1].id if more and page else None)
 
 
-def inbox(store: Store, caller: Caller, *, ack: bool) -> Inbox:
+def inbox(store: Store, caller: Caller, *, ack: bool, project: Config = NO_CONFIG) -> Inbox:
     """The token holder's inbox (the runs it owns that its token may read); with `ack`,
     acknowledged as listed."""
     from waypost.usecases import inbox as inboxes
 
     access.check_operation(caller, Operation.LIST)
-    return inboxes.read(store, caller.holder, ack=ack, caller=caller)
+    return inboxes.read(store, caller.holder, ack=ack, caller=caller, config=project)
 
 
 def _readable(store: Store, ids: Sequence[str]) -> list[Packet]:

@@ -179,7 +179,8 @@ def _inbox(session: Session) -> Any:
 
             session.permit()
             with session.store() as store:
-                found = inboxes.read(store, session.actor, ack=ack, caller=session.grant)
+                found = inboxes.read(store, session.actor, ack=ack, caller=session.grant,
+                                     config=session.config)
             step = ("nothing: these are acknowledged" if ack or not found.items else
                     "act on each item, then inbox with ack")
             return {**as_json(found), "next": step}

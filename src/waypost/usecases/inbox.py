@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from waypost import inputs
+from waypost.config import Config
 from waypost.core import access, readers
 from waypost.core import inbox as rule
 from waypost.core.inbox import InboxItem
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
     from waypost.events import Event
     from waypost.store.base import Store
 
+NO_CONFIG = Config()
 MAX_TOLD = 20  # items a session's start tells at most (the rest: `waypost inbox`)
 
 
@@ -45,15 +47,16 @@ class Inbox(Record, frozen=True, kw_only=True):
     more: bool  # more items wait past these (acknowledge these to see them)
 
 
-def read(store: Store, reader: str, *, ack: bool = False,
-         caller: Caller | None = None) -> Inbox:
+def read(store: Store, reader: str, *, ack: bool = False, caller: Caller | None = None,
+         config: Config = NO_CONFIG) -> Inbox:
     """The reader's items not yet acknowledged; with `ack`, acknowledged now (exactly
     those listed: an item that arrives meanwhile stays). `caller`: the token of an
-    authenticated door, whose holder must be the reader."""
+    authenticated door, whose holder must be the reader; `config`: the project's
+    `[sanitize]` terms, for what a reader of the public view sees."""
     reader = inputs.name(reader, "reader")
     found = store.inbox_events(reader, types=rule.TYPES, limit=rule.MAX_ITEMS)
     packets = _packets(store, {e.run_id for e, _ in found})
-    seen = _seen(found, packets, caller)
+    seen = _seen(found, packets, caller, config)
     items = [msgspec.structs.replace(i, title=packets[i.run_id].title)
              for i in rule.items(seen, reader)]
     if ack and items:
@@ -113,12 +116,13 @@ def _packets(store: Store, run_ids: set[str]) -> dict[str, Packet]:
     return found
 
 
-def _seen(found: list[tuple[Event, int]], packets: dict[str, Packet],
-          caller: Caller | None) -> list[tuple[Event, int]]:
+def _seen(found: list[tuple[Event, int]], packets: dict[str, Packet], caller: Caller | None,
+          config: Config) -> list[tuple[Event, int]]:
     """The events found, as `caller` may see them (all of them on a local store)."""
     kept = [(e, shown) for e, shown in found if e.run_id in packets]
     if caller is None:
         return kept
     may = {p.id for p in access.visible(caller, packets.values())}
-    return [(readers.events_seen([e], readers.sight(caller, packets[e.run_id]), fold=True)[0],
-             shown) for e, shown in kept if e.run_id in may]
+    return [(readers.events_seen([e], readers.sight(caller, packets[e.run_id]),
+                                 deny=config.deny, allow=config.allow, fold=True)[0], shown)
+            for e, shown in kept if e.run_id in may]
