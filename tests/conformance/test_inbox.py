@@ -9,7 +9,7 @@ from datetime import timedelta
 
 from tests.delivery_support import approved_run
 from tests.helpers import FakeClock
-from waypost.core.inbox import Topic
+from waypost.core.inbox import TYPES, Topic
 from waypost.delivery.relay import Relay
 from waypost.model import BlockerKind, Kind, State
 from waypost.store import Store
@@ -99,3 +99,21 @@ def test_prune_says_how_many_runs_it_dropped_unacknowledged(store: Store,
     assert pruned.runs == 3
     assert pruned.unacknowledged == 1
     assert inbox.read(store, "alice").items == ()
+
+
+def test_an_acknowledged_run_with_nothing_new_is_passed_over(store: Store,
+                                                             clock: FakeClock) -> None:
+    """An acknowledgement that left nothing out marks each run up to the version read
+    before its events: a run that ended in the owner's own act (no news of it) is not read
+    again, and what arrives after the acknowledgement still is."""
+    run, _ = starting.start(store, "t", actor="alice", owner="alice", target="none:",
+                            kind=Kind.LONG_RUNNING, max_silence=3600, clock=clock)
+    worker = runs.Run(store, run.id, actor="w1", clock=clock)
+    worker.claim()
+    worker.heartbeat(note="working")
+    assert store.inbox_events("alice", types=TYPES, limit=10).versions == {run.id: 3}
+    inbox.read(store, "alice", ack=True)  # nothing listed, the run acknowledged to 3
+    assert store.inbox_events("alice", types=TYPES, limit=10).versions == {}
+    worker.block(BlockerKind.MISSING_INPUT, "after the acknowledgement")
+    [item] = inbox.read(store, "alice").items
+    assert item.seq == 4

@@ -34,9 +34,13 @@ def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
         yield found
 
 
+CLOCK = FakeClock()  # one clock, moving on: the items' order is their time's
+
+
 def _ready(url: str, title: str) -> str:
     """A run alice owns, submitted by w1 with a private and a public summary."""
-    clock = FakeClock()
+    clock = CLOCK
+    clock.advance(60)
     with open_store(url, create=True) as store:
         run, _ = starting.start(store, title, actor="alice", owner="alice", target="none:",
                                 kind=Kind.LONG_RUNNING, max_silence=3600, clock=clock)

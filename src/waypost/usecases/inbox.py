@@ -16,6 +16,7 @@ self-asserted, as everywhere on it.
 from __future__ import annotations
 
 import shlex
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import msgspec
@@ -54,15 +55,31 @@ def read(store: Store, reader: str, *, ack: bool = False, caller: Caller | None 
     authenticated door, whose holder must be the reader; `config`: the project's
     `[sanitize]` terms, for what a reader of the public view sees."""
     reader = inputs.name(reader, "reader")
-    found = store.inbox_events(reader, types=rule.TYPES, limit=rule.MAX_ITEMS)
-    packets = _packets(store, {e.run_id for e, _ in found})
-    seen = _seen(found, packets, caller, config)
+    scan = store.inbox_events(reader, types=rule.TYPES, limit=rule.MAX_ITEMS)
+    packets = _packets(store, {e.run_id for e, _ in scan.events})
+    seen = _seen(scan.events, packets, caller, config)
     items = [msgspec.structs.replace(i, title=packets[i.run_id].title)
              for i in rule.items(seen, reader)]
-    if ack and items:
-        store.mark_inbox(reader, rule.marks(items), acked=True)
-    return Inbox(reader=reader, items=tuple(items), acknowledged=ack,
-                 more=len(found) >= rule.MAX_ITEMS)
+    more = len(scan.events) >= rule.MAX_ITEMS
+    if ack:
+        store.mark_inbox(reader, _acknowledged(items, scan.versions, caller, more=more),
+                         acked=True)
+    return Inbox(reader=reader, items=tuple(items), acknowledged=ack, more=more)
+
+
+def _acknowledged(items: list[InboxItem], versions: dict[str, int], caller: Caller | None,
+                  *, more: bool) -> dict[str, int]:
+    """The marks an acknowledgement sets: each listed item's; and, when nothing was left
+    out, each run the reader may read up to the version read before its events (what
+    lies below it was all considered: the rest of it is no news), so the next read passes
+    over a finished run at once."""
+    marks = rule.marks(items)
+    if more:
+        return marks
+    for run_id, version in versions.items():
+        if caller is None or access.in_scope(caller, run_id):
+            marks[run_id] = max(marks.get(run_id, 0), version)
+    return marks
 
 
 def while_away(store: Store, reader: str, *, caller: Caller | None = None) -> str | None:
@@ -116,7 +133,7 @@ def _packets(store: Store, run_ids: set[str]) -> dict[str, Packet]:
     return found
 
 
-def _seen(found: list[tuple[Event, int]], packets: dict[str, Packet], caller: Caller | None,
+def _seen(found: Sequence[tuple[Event, int]], packets: dict[str, Packet], caller: Caller | None,
           config: Config) -> list[tuple[Event, int]]:
     """The events found, as `caller` may see them (all of them on a local store)."""
     kept = [(e, shown) for e, shown in found if e.run_id in packets]

@@ -136,6 +136,16 @@ def inbox_events(cur: psycopg.Cursor[Any], reader: str, types: Collection[str],
         (reader, reader, reader, list(types), limit)).fetchall()
 
 
+def inbox_versions(cur: psycopg.Cursor[Any], reader: str, most: int) -> dict[str, int]:
+    """`InboxScan.versions`: {} past `most` runs."""
+    rows = cur.execute(
+        "SELECT r.id, r.version FROM runs r"
+        " LEFT JOIN inbox_cursors c ON c.reader = %s AND c.run_id = r.id"
+        " WHERE r.owner = %s AND r.version > coalesce(c.acked_upto, 0) LIMIT %s",
+        (reader, reader, most + 1)).fetchall()
+    return {} if len(rows) > most else {r[0]: int(r[1]) for r in rows}
+
+
 def mark_inbox(cur: psycopg.Cursor[Any], reader: str, marks: Mapping[str, int],
                acked: bool) -> None:
     cur.executemany(

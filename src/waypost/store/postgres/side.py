@@ -9,20 +9,18 @@ from abc import abstractmethod
 from collections.abc import Collection, Mapping
 from contextlib import AbstractContextManager
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, LiteralString
+from typing import Any, LiteralString
 
 import psycopg
 
 from waypost.errors import NotFound
 from waypost.model import Delivery, Grant, Packet, RelayInfo, State, Watcher, json_decoder
 from waypost.store.base import Store
+from waypost.store.cursors import SCAN_RUNS, InboxScan
 from waypost.store.postgres import api as api_sql
 from waypost.store.postgres import outbox as outbox_sql
 from waypost.store.postgres import watch as watch_sql
 from waypost.store.shared import Skipped, inbox_rows, readable_packets, stop_turn_setting
-
-if TYPE_CHECKING:
-    from waypost.events import Event
 
 
 class PostgresSide(Store):
@@ -116,13 +114,13 @@ class PostgresSide(Store):
 
     # --- the inbox's marks ---------------------------------------------------------------
 
-    def inbox_events(self, reader: str, *, types: Collection[str],
-                     limit: int) -> list[tuple[Event, int]]:
+    def inbox_events(self, reader: str, *, types: Collection[str], limit: int) -> InboxScan:
         if not types:
-            return []
+            return InboxScan(events=[], versions={})
         with self._cursor(f"read the inbox of {reader[:80]}", write=False) as cur:
+            versions = api_sql.inbox_versions(cur, reader, SCAN_RUNS)
             rows = api_sql.inbox_events(cur, reader, tuple(types), limit)
-        return inbox_rows(rows)
+        return InboxScan(events=inbox_rows(rows), versions=versions)
 
     def mark_inbox(self, reader: str, marks: Mapping[str, int], *, acked: bool) -> None:
         if not marks:

@@ -86,6 +86,16 @@ def inbox_events(db: sqlite3.Connection, reader: str, types: Collection[str],
         (reader, reader, reader, *types, limit)).fetchall()
 
 
+def inbox_versions(db: sqlite3.Connection, reader: str, most: int) -> dict[str, int]:
+    """`InboxScan.versions`: {} past `most` runs."""
+    rows = db.execute(
+        "SELECT r.id, r.version FROM runs r"
+        " LEFT JOIN inbox_cursors c ON c.reader = ? AND c.run_id = r.id"
+        " WHERE r.owner = ? AND r.version > coalesce(c.acked_upto, 0) LIMIT ?",
+        (reader, reader, most + 1)).fetchall()
+    return {} if len(rows) > most else {r[0]: int(r[1]) for r in rows}
+
+
 def mark_inbox(db: sqlite3.Connection, reader: str, marks: Mapping[str, int],
                acked: bool) -> None:
     db.executemany(

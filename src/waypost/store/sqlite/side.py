@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING
 from waypost.errors import NotFound
 from waypost.model import Delivery, Grant, Packet, RelayInfo, State, Watcher, json_decoder
 from waypost.store.base import Store
+from waypost.store.cursors import SCAN_RUNS, InboxScan
 from waypost.store.shared import Skipped, inbox_rows, readable_packets
 
 if TYPE_CHECKING:  # made where they are used: a heartbeat makes none
-    from waypost.events import Event
     from waypost.store.records import AlwaysHeld
 
 _Transaction = Callable[[str], AbstractContextManager[sqlite3.Connection]]
@@ -145,15 +145,15 @@ class SqliteSide(Store):
 
     # --- the inbox's marks ---------------------------------------------------------------
 
-    def inbox_events(self, reader: str, *, types: Collection[str],
-                     limit: int) -> list[tuple[Event, int]]:
+    def inbox_events(self, reader: str, *, types: Collection[str], limit: int) -> InboxScan:
         from waypost.store.sqlite import api as sqlite_api
 
         if self._db is None or not types:
-            return []  # no store yet, so no runs
+            return InboxScan(events=[], versions={})  # no store yet, so no runs
         with self._reading(f"read the inbox of {reader[:80]}") as db:
+            versions = sqlite_api.inbox_versions(db, reader, SCAN_RUNS)
             rows = sqlite_api.inbox_events(db, reader, tuple(types), limit)
-        return inbox_rows(rows)
+        return InboxScan(events=inbox_rows(rows), versions=versions)
 
     def mark_inbox(self, reader: str, marks: Mapping[str, int], *, acked: bool) -> None:
         from waypost.store.sqlite import api as sqlite_api
