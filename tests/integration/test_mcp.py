@@ -26,7 +26,7 @@ from waypost.mcp import shapes
 TOOLS = {"checkpoint_start", "checkpoint_status", "heartbeat", "block", "unblock",
          "add_artifact", "run_evidence", "check_evidence", "skip_evidence", "mark_ready",
          "claim", "resume", "review", "approve", "request_changes", "transfer", "cancel",
-         "retarget", "add_gate", "adopt_gate", "checkpoint_wait"}
+         "retarget", "add_gate", "adopt_gate", "checkpoint_wait", "inbox"}
 AGAIN = "next tool: {} (again, with corrected arguments)"
 PASSING = [sys.executable, "-c", "print('3 passed')"]
 

@@ -341,6 +341,14 @@ class CliDoor(Driver):
     def wait(self, call: Call) -> Cls:
         return self._cli(call, "wait", call.ctx.run, "--timeout", f"{WAIT_S}s")
 
+    def inbox(self, call: Call) -> Cls:
+        code, out, err = run_cli(["inbox", "--json", "--store", self.world.url, "--as",
+                                  call.name])
+        if code != 0:
+            return cli_class(code, err)
+        assert json.loads(out)["reader"] == call.name, out
+        return self._cli(call, "inbox", "--ack")
+
 
 # --- the CLI's stop hook ----------------------------------------------------------------
 

@@ -325,6 +325,10 @@ class McpStdioDoor(Driver):
             assert (result.structured_content or {}).get("outcome") == "reached", result
         return mcp_class(result)
 
+    def inbox(self, call: Call) -> Cls:
+        listed = self.tool(call, "inbox")
+        return listed if listed is not Cls.OK else self.tool(call, "inbox", ack=True)
+
 
 class McpHttpDoor(McpStdioDoor):
     """The same tools over HTTP: one server, and a session per token."""

@@ -233,6 +233,12 @@ class HttpDoor(WebDoor):
             assert answer.headers["Waypost-Wait"] == "reached", answer.headers
         return _answer(answer)
 
+    def inbox(self, call: Call) -> Cls:
+        listed = self.http.get("/api/inbox", headers=self.headers(call))
+        if not listed.is_success:
+            return _answer(listed)
+        return _answer(self.post(call, "/api/inbox/ack"))
+
 
 # --- the board ----------------------------------------------------------------------------
 

@@ -18,6 +18,7 @@ CLI_COMMANDS: Final[Mapping[str, Op]] = {
     "approve": Op.APPROVE, "changes": Op.CHANGES, "transfer": Op.TRANSFER,
     "cancel": Op.CANCEL, "retarget": Op.RETARGET, "gate add": Op.ADD_GATE,
     "gate adopt": Op.ADOPT_GATE, "show": Op.READ, "ls": Op.LIST, "wait": Op.WAIT,
+    "inbox": Op.INBOX,
     "hook": Op.STOP,  # the hook door's (Door.HOOK_CLI)
 }
 # the MCP server's tools (checkpoint_status reads one run, or lists them)
@@ -34,6 +35,7 @@ MCP_TOOLS: Final[Mapping[str, frozenset[Op]]] = {
     "cancel": frozenset({Op.CANCEL}), "retarget": frozenset({Op.RETARGET}),
     "add_gate": frozenset({Op.ADD_GATE}), "adopt_gate": frozenset({Op.ADOPT_GATE}),
     "checkpoint_wait": frozenset({Op.WAIT}),
+    "inbox": frozenset({Op.INBOX}),  # listed, then acknowledged (ack)
 }
 _RUN = "/api/runs/{run_id}"
 # the routes of the app's OpenAPI document, as "METHOD PATH"
@@ -47,6 +49,7 @@ HTTP_ROUTES: Final[Mapping[str, frozenset[Op]]] = {
     f"POST {_RUN}/artifacts/{{name}}": frozenset({Op.ARTIFACT}),
     f"POST {_RUN}/gates": frozenset({Op.ADD_GATE}),
     f"POST {_RUN}/gates/adopt": frozenset({Op.ADOPT_GATE}),
+    "GET /api/inbox": frozenset({Op.INBOX}), "POST /api/inbox/ack": frozenset({Op.INBOX}),
     "POST /hooks/claude/{event}": frozenset({Op.STOP}),  # the hook door's (Door.HOOK_HTTP)
 }
 

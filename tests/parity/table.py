@@ -45,14 +45,14 @@ OWNER_VERBS: Final = frozenset({Op.REVIEW, Op.APPROVE, Op.CHANGES, Op.TRANSFER, 
 MCP_OPS: Final = frozenset({
     Op.START, Op.CLAIM, Op.RESUME, Op.TRANSFER, Op.HEARTBEAT, Op.BLOCK, Op.UNBLOCK,
     Op.ARTIFACT, Op.SKIP, Op.CHECK, Op.COMMAND, Op.READY, Op.REVIEW, Op.APPROVE, Op.CHANGES,
-    Op.CANCEL, Op.RETARGET, Op.ADD_GATE, Op.ADOPT_GATE, Op.READ, Op.LIST, Op.WAIT})
+    Op.CANCEL, Op.RETARGET, Op.ADD_GATE, Op.ADOPT_GATE, Op.READ, Op.LIST, Op.WAIT, Op.INBOX})
 OFFERS: Final[Mapping[Door, frozenset[Op]]] = {
     Door.SDK: WRITES | {Op.START, Op.READ, Op.WAIT},
     Door.SDK_BLOCK: frozenset({Op.START}),
-    Door.CLI: WRITES | {Op.START, Op.READ, Op.LIST, Op.WAIT},
+    Door.CLI: WRITES | {Op.START, Op.READ, Op.LIST, Op.WAIT, Op.INBOX},
     Door.MCP_STDIO: MCP_OPS,
     Door.MCP_HTTP: MCP_OPS,
-    Door.HTTP: WRITES | {Op.START, Op.READ, Op.LIST, Op.WAIT},
+    Door.HTTP: WRITES | {Op.START, Op.READ, Op.LIST, Op.WAIT, Op.INBOX},
     Door.BOARD: frozenset({Op.REVIEW, Op.APPROVE, Op.CHANGES, Op.CANCEL, Op.ADOPT_GATE,
                            Op.READ, Op.LIST}),
     Door.HOOK_CLI: frozenset({Op.STOP}),
@@ -130,6 +130,7 @@ NATURAL: Final[Mapping[Op, tuple[Setup, Actor]]] = {
     Op.ADOPT_GATE: (Setup.WORKERS_GATE, Actor.OWNER),
     Op.READ: (Setup.WORKING, Actor.OWNER), Op.LIST: (Setup.WORKING, Actor.OWNER),
     Op.WAIT: (Setup.READY, Actor.OWNER),
+    Op.INBOX: (Setup.READY, Actor.OWNER),
     Op.STOP: (Setup.WORKING, Actor.WORKER),
 }
 
@@ -397,8 +398,22 @@ def _waits() -> Iterator[Scenario]:
         yield natural(Op.WAIT, Cls.UNAUTHENTICATED, actor=actor)
 
 
+def _inboxes() -> Iterator[Scenario]:
+    """README, the inbox: every actor reads (and acknowledges) its own inbox, the news of
+    the runs it owns, at every door that has one; on an authenticated door the reader is
+    the token's holder, whatever its role or run (a narrow token lists less, never
+    another's), a missing or dead token is refused (401) and the board's cookie is no
+    token there."""
+    for actor in (Actor.WORKER, Actor.STRANGER, Actor.OWNER_AS_VIEWER, Actor.OWNER_AS_WATCHER,
+                  Actor.OWNER_AS_WORKER, Actor.OWNER_OTHER_RUN):
+        yield natural(Op.INBOX, Cls.OK, actor=actor)
+    for actor in (Actor.NO_TOKEN, Actor.UNKNOWN_TOKEN, Actor.REVOKED_TOKEN,
+                  Actor.EXPIRED_TOKEN, Actor.OWNER_BY_COOKIE):
+        yield natural(Op.INBOX, Cls.UNAUTHENTICATED, actor=actor)
+
+
 SCENARIOS: Final[tuple[Scenario, ...]] = (
     *_happy(), *_not_the_owner(), *_narrow_tokens(), *_no_live_token(), *_stale_leases(),
     *_owner_blockers(), *_hostile_numbers(), *_unreadable_lines(), *_remote_callers(),
     *_gates(), *_rules(), *_stops(), *_readers(), *_late_workers(), *_handoffs(),
-    *_request_edge(), *_waits())
+    *_request_edge(), *_waits(), *_inboxes())

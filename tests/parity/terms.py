@@ -75,6 +75,7 @@ class Op(enum.StrEnum):
     READ = "read"  # one run's packet
     WAIT = "wait"  # until the run needs the parent (a read that may block, bounded)
     LIST = "list"  # the runs
+    INBOX = "inbox"  # the caller's inbox: listed, then acknowledged
     STOP = "stop"  # an agent host asks whether its agent may stop
 
 
@@ -90,6 +91,7 @@ OPERATION_OF: Final[Mapping[Op, Operation | None]] = {
     Op.RETARGET: Operation.RETARGET, Op.ADD_GATE: Operation.ADD_GATE,
     Op.ADOPT_GATE: Operation.ADOPT_GATE, Op.READ: Operation.READ, Op.LIST: Operation.LIST,
     Op.WAIT: Operation.READ,
+    Op.INBOX: Operation.LIST,  # the holder's own runs, as its token may read them
     Op.STOP: None,  # the hook reads the session's run (READ) and counts as BLOCK
 }
 

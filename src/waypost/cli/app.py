@@ -27,6 +27,7 @@ LAZY_COMMANDS: dict[str, str] = {
     "gate": "waypost.cli.gates:gate_group",
     "deliver": "waypost.cli.delivery:deliver",
     "scan": "waypost.cli.review:scan",
+    "inbox": "waypost.cli.review:inbox",
     "watch": "waypost.cli.watch:watch",
     "resume": "waypost.cli.watch:resume",
     "retarget": "waypost.cli.retarget:retarget",

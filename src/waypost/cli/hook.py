@@ -5,8 +5,9 @@ one `POST /hooks/claude/{event}` gives.
 
 Events: `stop` (Gemini CLI's `AfterAgent`) and `subagent-stop` refuse a stop while the run
 has no result packet; `session-start` gives the agent the handoff brief of the session's
-run (attaching the session to the run `WAYPOST_RUN` names), `user-prompt-submit` its
-one-line status. Every failure of the hook's own is answered, exit 0, as a refusal whose
+run (attaching the session to the run `WAYPOST_RUN` names) and the news of the inbox of
+`WAYPOST_ACTOR` not yet shown ("while you were gone"), `user-prompt-submit` its one-line
+status. Every failure of the hook's own is answered, exit 0, as a refusal whose
 reason says what broke (as context at a session's start or a prompt): every host lets the
 agent stop when a hook exits with any code but 0 and 2.
 
@@ -38,7 +39,8 @@ HOOK_WAIT: Final = "5s"  # a busy store is waited for this long, unless WAYPOST_
 def answer(ctx: Ctx, event: str, host: str, cap: int) -> None:
     """Answer the hook and print the host's answer; never raises (a failure is a refusal)."""
     terms = Terms(cap=cap, require_run=ctx.config.require_run,
-                  named_run=os.environ.get(RUN_ENV, "").strip() or None, named_by=RUN_ENV)
+                  named_run=os.environ.get(RUN_ENV, "").strip() or None, named_by=RUN_ENV,
+                  reader=os.environ.get("WAYPOST_ACTOR", "").strip() or None)
 
     def store() -> Store | None:
         return None if ctx.store_url is None and _no_default_store() else ctx.store

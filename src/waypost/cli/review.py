@@ -1,5 +1,6 @@
 """The parent's verbs: `review` (re-run the gates here), `approve` (only on a passing review,
-or with the owner's waivers) and `scan` (private identifiers in files)."""
+or with the owner's waivers), `scan` (private identifiers in files) and `inbox` (what
+happened on the runs one owns)."""
 
 from __future__ import annotations
 
@@ -99,3 +100,22 @@ def scan(ctx: Ctx, paths: Sequence[str], deny: Sequence[str]) -> None:
         raise RuleViolation(
             f"found {len(findings)} private identifier(s) in {files} file(s)",
             hint="remove or redact them; share a run with: waypost show RUN --public")
+
+
+@click.command()
+@click.option("--ack", is_flag=True,
+              help="Acknowledge every item listed (those that arrive meanwhile stay).")
+@verb
+def inbox(ctx: Ctx, ack: bool) -> None:
+    """What happened on the runs you own since you last acknowledged.
+
+    A run ready for review, blocked on you (a blocker only the owner resolves), gone silent,
+    delivered (with its receipt), its delivery failed, cancelled or nudged by the watchdog:
+    the runs' own events, so nothing a lost notice said is lost. A new session's start
+    shows each item once ("while you were gone"); an item stays listed until --ack. The
+    reader is --as (or WAYPOST_ACTOR).
+    """
+    from waypost.usecases import inbox as inboxes
+
+    found = inboxes.read(ctx.store, ctx.actor, ack=ack)
+    ctx.emit(found, lambda: inboxes.text(found))

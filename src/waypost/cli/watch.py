@@ -140,7 +140,9 @@ def prune(ctx: Ctx, older_than: str, states: str, blob_grace: str) -> None:
                              blobs_before=now - timedelta(seconds=grace))
     ctx.emit(pruned, f"pruned {pruned.runs} run(s), {pruned.events} event(s), "
              f"{pruned.deliveries} outbox row(s), {pruned.blobs} blob(s) "
-             f"({pruned.blob_bytes} B)")
+             f"({pruned.blob_bytes} B)" + (
+                 f"; {pruned.unacknowledged} of those runs had news their owner had not "
+                 "acknowledged (waypost inbox --ack)" if pruned.unacknowledged else ""))
 
 
 def _finished_states(text: str) -> list[State]:

@@ -99,7 +99,12 @@ def check_operation(caller: Caller, operation: Operation, packet: Packet | None 
 
 def visible(caller: Caller, packets: Iterable[Packet]) -> list[Packet]:
     """The packets `caller` may read (a run's token reads that run alone)."""
-    return [p for p in packets if caller.run_id is None or p.id == caller.run_id]
+    return [p for p in packets if in_scope(caller, p.id)]
+
+
+def in_scope(caller: Caller, run_id: str) -> bool:
+    """Whether the run is within the token's reach (a run's token reaches that run alone)."""
+    return caller.run_id is None or run_id == caller.run_id
 
 
 def _check_scope(caller: Caller, packet: Packet) -> None:

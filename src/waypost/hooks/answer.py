@@ -70,6 +70,7 @@ class Terms(msgspec.Struct, frozen=True, kw_only=True):
     require_run: bool = False  # [hooks] require_run of the store's project (or the server's)
     named_run: str | None = None  # the run a parent started this session for
     named_by: str = "WAYPOST_RUN"  # where the door read `named_run`, for the refusals' words
+    reader: str | None = None  # the session's actor (WAYPOST_ACTOR): whose inbox it is told
 
 
 class HostAnswer(msgspec.Struct, frozen=True, kw_only=True):
@@ -228,6 +229,44 @@ def _check_reads(grant: Grant | None, packet: Packet) -> None:
 
 def _context(store: Store, call: HookCall, grant: Grant | None, terms: Terms,
              now: datetime) -> Context:
+    said = _run_context(store, call, grant, terms, now)
+    if call.event != "session-start":
+        return said
+    news = _while_away(store, _reader(store, call, grant, terms), grant)
+    if news is None:
+        return said
+    return Context(text=f"{said.text}\n\n{news}" if said.text else news)
+
+
+def _reader(store: Store, call: HookCall, grant: Grant | None, terms: Terms) -> str | None:
+    """Whose inbox a new session is told: the token's holder over HTTP; else the session's
+    actor; else the owner of the session's run when the session is the owner's own (the
+    run has no other worker). None: nobody's."""
+    if grant is not None:
+        return grant.holder
+    if terms.reader:
+        return terms.reader
+    packet = _session_packet(store, call.session)
+    if packet is not None and (packet.worker is None or packet.worker.actor == packet.owner):
+        return packet.owner
+    return None
+
+
+def _while_away(store: Store, reader: str | None, grant: Grant | None) -> str | None:
+    """The reader's news not yet shown, marked shown now; a failure to read it is told,
+    and never hides the rest of the session's context."""
+    if reader is None:
+        return None
+    from waypost.usecases import inbox
+
+    try:
+        return inbox.while_away(store, reader, caller=grant)
+    except WaypostError as exc:
+        return f"waypost: the inbox of {reader[:80]} could not be read: {exc}"
+
+
+def _run_context(store: Store, call: HookCall, grant: Grant | None, terms: Terms,
+                 now: datetime) -> Context:
     packet = _session_packet(store, call.session)
     if packet is None and call.event == "session-start" and terms.named_run:
         packet = _attach(store, call.session, terms, grant)

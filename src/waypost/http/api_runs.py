@@ -1,5 +1,6 @@
-"""The runs: list, start (with an Idempotency-Key), show, events, verify, and the A2A task
-projection. Each route reads the request into one call of `waypost.http.operations`."""
+"""The runs: list, start (with an Idempotency-Key), show, events, verify, the A2A task
+projection, and the token holder's inbox. Each route reads the request into one call of
+`waypost.http.operations`."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from waypost.http import shapes
 from waypost.http.deps import CallerDep, ConfigDep, StoreDep
 from waypost.http.errors import ERRORS
 from waypost.model import Packet, State
+from waypost.usecases.inbox import Inbox
 
 # the document's answers of a start: 201 (the route's own), its errors, and the 200 of a
 # repeated Idempotency-Key
@@ -96,3 +98,18 @@ class RunsController(Controller):
 def a2a_task(store: StoreDep, caller: CallerDep, config: ConfigDep,
              run_id: RunId) -> shapes.A2ATask:
     return ops.a2a_task(store, caller, run_id, project=config.project)
+
+
+class InboxController(Controller):
+    path = "/api/inbox"
+    tags = ("inbox",)
+
+    @get("/", sync_to_thread=True, responses=ERRORS,
+         summary="The token holder's inbox: news of the runs it owns, not yet acknowledged")
+    def inbox(self, store: StoreDep, caller: CallerDep, config: ConfigDep) -> Inbox:
+        return ops.inbox(store, caller, ack=False, project=config.project)
+
+    @post("/ack", sync_to_thread=True, responses=ERRORS, status_code=200,
+          summary="Acknowledge the token holder's inbox: answers the items acknowledged")
+    def ack(self, store: StoreDep, caller: CallerDep, config: ConfigDep) -> Inbox:
+        return ops.inbox(store, caller, ack=True, project=config.project)

@@ -20,7 +20,7 @@ from waypost.http import auth, board, edge, shapes
 from waypost.http.api_commands import CommandsController
 from waypost.http.api_files import ArtifactsController
 from waypost.http.api_hooks import claude_hook
-from waypost.http.api_runs import RunsController, a2a_task
+from waypost.http.api_runs import InboxController, RunsController, a2a_task
 from waypost.http.docs import PlainDocs, plain_values
 from waypost.http.errors import HANDLERS
 from waypost.http.settings import ServerConfig
@@ -94,5 +94,5 @@ def api_handlers(config: ServerConfig) -> list[ControllerRouterHandler]:
     size and nesting, before a body is decoded), and the hook route, which answers all."""
     tokened = Router(path="/", guards=[edge.token_first], opt=edge.takes(*edge.JSON),
                      route_handlers=[RunsController, CommandsController, ArtifactsController,
-                                     a2a_task])
+                                     InboxController, a2a_task])
     return [tokened, claude_hook]

@@ -18,6 +18,7 @@ from waypost.http.settings import ServerConfig
 from waypost.model import Artifact, ArtifactRole, Packet
 from waypost.store.base import Store
 from waypost.usecases import reading, starting
+from waypost.usecases.inbox import Inbox
 from waypost.usecases.reading import NO_CONFIG
 from waypost.usecases.runs import Run
 from waypost.usecases.views import observe_run
@@ -62,6 +63,15 @@ def list_runs(store: Store, caller: Caller, *, states: Sequence[str] = (),
     page, more = packets[:limit], len(packets) > limit
     return shapes.RunPage(runs=reading.runs(store, caller, page, config=project, now=utcnow()),
                           next_cursor=page[-1].id if more and page else None)
+
+
+def inbox(store: Store, caller: Caller, *, ack: bool, project: Config = NO_CONFIG) -> Inbox:
+    """The token holder's inbox (the runs it owns that its token may read); with `ack`,
+    acknowledged as listed."""
+    from waypost.usecases import inbox as inboxes
+
+    access.check_operation(caller, Operation.LIST)
+    return inboxes.read(store, caller.holder, ack=ack, caller=caller, config=project)
 
 
 def _readable(store: Store, ids: Sequence[str]) -> list[Packet]:

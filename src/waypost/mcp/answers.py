@@ -39,7 +39,7 @@ EVIDENCE_TOOLS = {"check": "check_evidence", "skip": "skip_evidence",
 # what a host may assume of each tool (hints): reads change nothing; a repeat of these
 # writes changes nothing more; cancel cannot be undone; these run commands or reach URLs
 READ_ONLY = {"checkpoint_status", "checkpoint_wait"}
-IDEMPOTENT = {"checkpoint_start"}  # with an idempotency key
+IDEMPOTENT = {"checkpoint_start", "inbox"}  # with an idempotency key; acknowledging again
 DESTRUCTIVE = {"cancel"}
 OPEN_WORLD = {"run_evidence", "check_evidence", "review"}
 

@@ -1,7 +1,8 @@
 """The owner's tools: review (re-run the owner's gates here), approve, request_changes,
-transfer (hand an authority over), cancel, retarget. The rules decide who may (the owner,
-or whom the owner transferred the authority to); a server started for anyone else gets the
-refusal every door gives, naming who may and the tool to call next."""
+transfer (hand an authority over), cancel, retarget, checkpoint_wait (until runs need
+the parent), and inbox (what happened on the runs one owns). The rules decide who may (the
+owner, or whom the owner transferred the authority to); a server started for anyone else
+gets the refusal every door gives, naming who may and the tool to call next."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from waypost.mcp.shapes import (
     ActorName,
     Approved,
     AuthorityName,
+    Inboxed,
     Moved,
     Retargeted,
     Reviewed,
@@ -37,7 +39,7 @@ Reason = Annotated[str, Field(min_length=1, max_length=TEXT_CEILING)]
 def register(server: MCPServer, session: Session) -> None:
     add_tools(server, (_review(session), _approve(session), _changes(session),
                        _transfer(session), _cancel(session), _retarget(session),
-                       _wait(session)))
+                       _wait(session), _inbox(session)))
 
 
 def bounded(session: Session, packet: model.Packet) -> Config:
@@ -239,3 +241,27 @@ def _wait(session: Session) -> Any:
 
     return checkpoint_wait
 
+def _inbox(session: Session) -> Any:
+    def inbox(ack: Annotated[bool, Field(description=(
+            "Acknowledge every item listed (those that arrive meanwhile stay)."))] = False,
+    ) -> Annotated[CallToolResult, Inboxed]:
+        """Owner: what happened on the runs you own since you last acknowledged: a run
+        ready for review, blocked on you, gone silent, delivered (with its receipt), its
+        delivery failed, cancelled or nudged. The runs' own events, so a lost notice is
+        recovered here; each item stays until acknowledged. Returns the items, oldest
+        first. Next: act on each (review, unblock, resume), then inbox with ack."""
+
+        def work() -> dict[str, Any]:
+            from waypost.usecases import inbox as inboxes
+
+            session.permit()
+            with session.store() as store:
+                found = inboxes.read(store, session.actor, ack=ack, caller=session.grant,
+                                     config=session.config)
+            step = ("nothing: these are acknowledged" if ack or not found.items else
+                    "act on each item, then inbox with ack")
+            return {**as_json(found), "next": step}
+
+        return answer("inbox", work)
+
+    return inbox

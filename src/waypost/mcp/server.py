@@ -33,7 +33,8 @@ proof (skip_evidence when a check cannot run, with the reason), then mark_ready 
 summary. As the owner: checkpoint_start with a worker to hand the work over, transfer an
 authority (approve, deliver, takeover) to another actor, review, then approve or
 request_changes; a gate someone else declared runs at your review only once you
-adopt_gate it.
+adopt_gate it;
+inbox lists what happened on your runs while you were away (ack it once handled).
 Every refusal says why and names the tool to call next."""
 
 

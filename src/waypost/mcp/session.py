@@ -41,6 +41,7 @@ OPERATION_OF_TOOL: dict[str, Operation] = {
     "request_changes": Operation.CHANGES, "cancel": Operation.CANCEL,
     "retarget": Operation.RETARGET, "add_gate": Operation.ADD_GATE,
     "adopt_gate": Operation.ADOPT_GATE, "checkpoint_wait": Operation.READ,
+    "inbox": Operation.LIST,
 }
 
 

@@ -134,6 +134,17 @@ class GateMoved(TypedDict):
     next: str
 
 
+class Inboxed(TypedDict):
+    """An owner's inbox: the news of its runs, oldest first, and whether this call
+    acknowledged it."""
+
+    reader: str
+    items: list[dict[str, Any]]
+    acknowledged: bool
+    more: bool
+    next: str
+
+
 class Retargeted(TypedDict):
     run: str
     state: str

@@ -20,6 +20,7 @@ from waypost.model import (
     State,
     Watcher,
 )
+from waypost.store.cursors import InboxCursors
 from waypost.store.shared import Skipped
 
 if TYPE_CHECKING:  # records load where they are made: a heartbeat makes none
@@ -77,7 +78,7 @@ def lost_lease(current: Delivery, relay: str) -> StaleLease:
     )
 
 
-class Store(ABC):
+class Store(InboxCursors, ABC):
     """Where packets, their events and blobs live. Every write is one durable transaction."""
 
     url: str
@@ -354,7 +355,9 @@ class Store(ABC):
         outbox rows; then every blob no remaining packet names (`artifacts[].sha256`,
         `evidence[].log_sha256`) that was last stored before `blobs_before` (an artifact's
         blob is stored just before the event that names it: the grace keeps it); then
-        watcher registrations that expired before `before`.
+        watcher registrations that expired before `before`. A pruned run's inbox marks
+        go with it; `Pruned.unacknowledged` counts the runs whose owner had not
+        acknowledged their last event (`waypost inbox --ack`), so what an inbox loses is said.
 
         `states` must be terminal (`delivered`, `cancelled`): any other raises InvalidInput
         and deletes nothing. Runs are deleted in short transactions, each run with all of
@@ -364,7 +367,7 @@ class Store(ABC):
         if active:
             raise InvalidInput(f"prune removes finished runs only, not {', '.join(active)}",
                                hint="use --state delivered,cancelled")
-        names, totals = [s.value for s in states], [0, 0, 0]
+        names, totals = [s.value for s in states], [0, 0, 0, 0]
         while names:
             batch = self._prune_runs(before, names)
             totals = [t + b for t, b in zip(totals, batch, strict=True)]
@@ -374,12 +377,12 @@ class Store(ABC):
         from waypost.store.records import Pruned
 
         return Pruned(runs=totals[0], events=totals[1], deliveries=totals[2], blobs=blobs,
-                      blob_bytes=size)
+                      blob_bytes=size, unacknowledged=totals[3])
 
     @abstractmethod
-    def _prune_runs(self, before: datetime, states: list[str]) -> tuple[int, int, int]:
-        """Delete one transaction's batch (at most PRUNE_BATCH runs, each whole); returns
-        (runs, events, outbox rows) deleted."""
+    def _prune_runs(self, before: datetime, states: list[str]) -> tuple[int, int, int, int]:
+        """Delete one transaction's batch (at most PRUNE_BATCH runs, each whole, inbox marks
+        included); returns (runs, events, outbox rows, runs not acknowledged) deleted."""
 
     @abstractmethod
     def _prune_blobs(self, blobs_before: datetime, watchers_before: datetime) -> tuple[int, int]:

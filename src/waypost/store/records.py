@@ -42,6 +42,8 @@ class Pruned(msgspec.Struct, frozen=True, kw_only=True):
     deliveries: int  # outbox rows
     blobs: int
     blob_bytes: int
+    # of `runs`: those whose owner had not acknowledged their last event in its inbox
+    unacknowledged: int = 0
 
 
 class SweeperLock(ABC):

@@ -125,6 +125,20 @@ class Skipped(msgspec.Struct, frozen=True, kw_only=True):
     reason: str
 
 
+def inbox_rows(rows: Iterable[tuple[str, int, Any, int]]) -> list[tuple[Any, int]]:
+    """(run id, seq, event JSON, shown mark) rows as (Event, shown mark): an inbox's read."""
+    from waypost.events import Event  # here: only an inbox reads events this way
+    from waypost.model import json_decoder
+
+    decoder, found = json_decoder(Event), []
+    for run_id, seq, body, shown in rows:
+        try:
+            found.append((decoder.decode(body), int(shown)))
+        except msgspec.MsgspecError as exc:
+            raise IntegrityError(f"run {run_id} seq {seq}: unreadable event: {exc}") from exc
+    return found
+
+
 def decode_packet(decoder: msgspec.json.Decoder[Packet], run_id: str,
                   body: bytes | str) -> Packet:
     """A stored packet; IntegrityError naming the run when it does not decode."""

@@ -1,5 +1,5 @@
 """What the HTTP surfaces need of the PostgreSQL store: the change feed a board follows, and
-the API's bearer tokens. SQL on one cursor, called by `PostgresStore`.
+the API's bearer tokens and the inbox's marks. SQL on one cursor, called by `PostgresStore`.
 
 The change feed orders runs by the transaction that last wrote them (`change_xid`).
 Transaction ids are handed out when a transaction first writes, not when it commits, so a
@@ -26,6 +26,7 @@ runs later could be passed. Waypost's writers never do; nothing else writes `cha
 
 from __future__ import annotations
 
+from collections.abc import Collection, Mapping
 from datetime import datetime
 from typing import Any, LiteralString
 
@@ -117,3 +118,40 @@ def revoke_token(cur: psycopg.Cursor[Any], token_id: str, at: datetime) -> Grant
 def _grant(row: tuple[Any, ...]) -> Grant:
     return Grant(id=row[0], holder=row[1], role=Role(row[2]), run_id=row[3],
                  created_at=row[4], created_by=row[5], expires_at=row[6], revoked_at=row[7])
+
+
+# --- the inbox's marks ---------------------------------------------------------------------
+
+
+def inbox_events(cur: psycopg.Cursor[Any], reader: str, types: Collection[str],
+                 limit: int) -> list[tuple[str, int, str, int]]:
+    """(run id, seq, event JSON, shown mark) of `Store.inbox_events`."""
+    return cur.execute(
+        "SELECT e.run_id, e.seq, coalesce(e.body_text, e.body::text),"
+        " coalesce(c.shown_upto, 0) FROM runs r"
+        " LEFT JOIN inbox_cursors c ON c.reader = %s AND c.run_id = r.id"
+        " JOIN events e ON e.run_id = r.id AND e.seq > coalesce(c.acked_upto, 0)"
+        " WHERE r.owner = %s AND r.version > coalesce(c.acked_upto, 0) AND e.actor <> %s"
+        " AND e.type = ANY(%s) ORDER BY e.at, e.run_id, e.seq LIMIT %s",
+        (reader, reader, reader, list(types), limit)).fetchall()
+
+
+def inbox_versions(cur: psycopg.Cursor[Any], reader: str, most: int) -> dict[str, int]:
+    """`InboxScan.versions`: {} past `most` runs."""
+    rows = cur.execute(
+        "SELECT r.id, r.version FROM runs r"
+        " LEFT JOIN inbox_cursors c ON c.reader = %s AND c.run_id = r.id"
+        " WHERE r.owner = %s AND r.version > coalesce(c.acked_upto, 0) LIMIT %s",
+        (reader, reader, most + 1)).fetchall()
+    return {} if len(rows) > most else {r[0]: int(r[1]) for r in rows}
+
+
+def mark_inbox(cur: psycopg.Cursor[Any], reader: str, marks: Mapping[str, int],
+               acked: bool) -> None:
+    cur.executemany(
+        "INSERT INTO inbox_cursors (reader, run_id, shown_upto, acked_upto)"
+        " SELECT %s, id, %s, %s FROM runs WHERE id = %s"
+        " ON CONFLICT (reader, run_id) DO UPDATE SET"
+        " shown_upto = greatest(inbox_cursors.shown_upto, excluded.shown_upto),"
+        " acked_upto = greatest(inbox_cursors.acked_upto, excluded.acked_upto)",
+        [(reader, seq, seq if acked else 0, run_id) for run_id, seq in marks.items()])

@@ -151,3 +151,17 @@ CREATE TABLE tokens (
     expires_at  timestamptz,
     revoked_at  timestamptz
 );
+
+-- The inbox's marks, one row per reader and run: how far the reader has been shown each
+-- run's events (session-start) and how far it has acknowledged them (`inbox --ack`). The
+-- items themselves are the events of the runs the reader owns. No foreign key: an older
+-- writer's prune does not know this table.
+CREATE TABLE inbox_cursors (
+    reader      text NOT NULL,
+    run_id      text NOT NULL,
+    shown_upto  integer NOT NULL DEFAULT 0,
+    acked_upto  integer NOT NULL DEFAULT 0,
+    PRIMARY KEY (reader, run_id)
+);
+
+CREATE INDEX inbox_cursors_run ON inbox_cursors (run_id);

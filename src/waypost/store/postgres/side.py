@@ -6,7 +6,7 @@ feed and bearer tokens (`api`), the outbox's claims and the relays
 from __future__ import annotations
 
 from abc import abstractmethod
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any, LiteralString
@@ -16,10 +16,11 @@ import psycopg
 from waypost.errors import NotFound, step
 from waypost.model import Delivery, Grant, Packet, RelayInfo, State, Watcher, json_decoder
 from waypost.store.base import Store
+from waypost.store.cursors import SCAN_RUNS, InboxScan
 from waypost.store.postgres import api as api_sql
 from waypost.store.postgres import outbox as outbox_sql
 from waypost.store.postgres import watch as watch_sql
-from waypost.store.shared import Skipped, readable_packets, stop_turn_setting
+from waypost.store.shared import Skipped, inbox_rows, readable_packets, stop_turn_setting
 
 
 class PostgresSide(Store):
@@ -110,6 +111,22 @@ class PostgresSide(Store):
     def revoke_token(self, token_id: str, *, at: datetime) -> Grant | None:
         with self._cursor(f"revoke token {token_id}", write=True, one_statement=True) as cur:
             return api_sql.revoke_token(cur, token_id, at)
+
+    # --- the inbox's marks ---------------------------------------------------------------
+
+    def inbox_events(self, reader: str, *, types: Collection[str], limit: int) -> InboxScan:
+        if not types:
+            return InboxScan(events=[], versions={})
+        with self._cursor(f"read the inbox of {reader[:80]}", write=False) as cur:
+            versions = api_sql.inbox_versions(cur, reader, SCAN_RUNS)
+            rows = api_sql.inbox_events(cur, reader, tuple(types), limit)
+        return InboxScan(events=inbox_rows(rows), versions=versions)
+
+    def mark_inbox(self, reader: str, marks: Mapping[str, int], *, acked: bool) -> None:
+        if not marks:
+            return
+        with self._cursor(f"mark the inbox of {reader[:80]}", write=True) as cur:
+            api_sql.mark_inbox(cur, reader, marks, acked)
 
     # --- the outbox's claims and the relays ---------------------------------------
 

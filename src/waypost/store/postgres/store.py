@@ -376,7 +376,7 @@ class PostgresStore(PostgresSide):
             aside.start()  # until the COMMIT ends, and the connection is back in the pool
         return applies
 
-    def _prune_runs(self, before: datetime, states: list[str]) -> tuple[int, int, int]:
+    def _prune_runs(self, before: datetime, states: list[str]) -> tuple[int, int, int, int]:
         with self._cursor("prune runs", write=True) as cur:
             return watch_sql.prune_batch(cur, before, states)
 

@@ -108,17 +108,25 @@ def lock_versions(cur: Cursor, run_ids: Collection[str]) -> dict[str, int]:
 # --- retention ----------------------------------------------------------------------------
 
 
-def prune_batch(cur: Cursor, before: datetime, states: Collection[str]) -> tuple[int, int, int]:
-    """Delete up to PRUNE_BATCH matching runs with their rows: (runs, events, outbox)."""
+def prune_batch(cur: Cursor, before: datetime,
+                states: Collection[str]) -> tuple[int, int, int, int]:
+    """Delete up to PRUNE_BATCH matching runs with their rows: (runs, events, outbox, runs
+    whose owner had not acknowledged their last event)."""
     ids = [r[0] for r in cur.execute(
         "SELECT id FROM runs WHERE state = ANY(%s) AND updated_at < %s LIMIT %s"
         " FOR UPDATE SKIP LOCKED", (list(states), before, PRUNE_BATCH)).fetchall()]
     if not ids:
-        return 0, 0, 0
+        return 0, 0, 0, 0
+    row = cur.execute(
+        "SELECT count(*) FROM runs r WHERE r.id = ANY(%s) AND NOT EXISTS (SELECT 1"
+        " FROM inbox_cursors c WHERE c.reader = r.owner AND c.run_id = r.id"
+        " AND c.acked_upto >= r.version)", (ids,)).fetchone()
+    assert row is not None
+    cur.execute("DELETE FROM inbox_cursors WHERE run_id = ANY(%s)", (ids,))
     events = cur.execute("DELETE FROM events WHERE run_id = ANY(%s)", (ids,)).rowcount
     outbox = cur.execute("DELETE FROM outbox WHERE run_id = ANY(%s)", (ids,)).rowcount
     runs = cur.execute("DELETE FROM runs WHERE id = ANY(%s)", (ids,)).rowcount
-    return runs, events, outbox
+    return runs, events, outbox, int(row[0])
 
 
 def prune_blobs(cur: Cursor, blobs_before: datetime) -> tuple[int, int]:

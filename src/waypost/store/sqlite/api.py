@@ -1,10 +1,11 @@
-"""What the HTTP surfaces need of the SQLite store: the change feed a board follows, and
-the API's bearer tokens. SQL on one connection, called by `SqliteStore` inside its write
-transaction or under its read lock."""
+"""What the HTTP surfaces need of the SQLite store: the change feed a board follows, the
+API's bearer tokens and the inbox's marks. SQL on one connection, called by `SqliteStore`
+inside its write transaction or under its read lock."""
 
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Collection, Mapping
 from datetime import datetime
 
 from waypost.model import Grant, Role
@@ -67,3 +68,40 @@ def _grant(row: tuple[str, ...]) -> Grant:
     return Grant(id=row[0], holder=row[1], role=Role(row[2]), run_id=row[3],
                  created_at=created, created_by=row[5], expires_at=moment(row[6]),
                  revoked_at=moment(row[7]))
+
+
+# --- the inbox's marks ---------------------------------------------------------------------
+
+
+def inbox_events(db: sqlite3.Connection, reader: str, types: Collection[str],
+                 limit: int) -> list[tuple[str, int, bytes, int]]:
+    """(run id, seq, event JSON, shown mark) of `Store.inbox_events`."""
+    marks = ", ".join("?" * len(types))
+    return db.execute(
+        "SELECT e.run_id, e.seq, CAST(e.body AS BLOB), coalesce(c.shown_upto, 0) FROM runs r"
+        " LEFT JOIN inbox_cursors c ON c.reader = ? AND c.run_id = r.id"
+        " JOIN events e ON e.run_id = r.id AND e.seq > coalesce(c.acked_upto, 0)"
+        " WHERE r.owner = ? AND r.version > coalesce(c.acked_upto, 0) AND e.actor <> ?"
+        f" AND e.type IN ({marks}) ORDER BY e.at, e.run_id, e.seq LIMIT ?",
+        (reader, reader, reader, *types, limit)).fetchall()
+
+
+def inbox_versions(db: sqlite3.Connection, reader: str, most: int) -> dict[str, int]:
+    """`InboxScan.versions`: {} past `most` runs."""
+    rows = db.execute(
+        "SELECT r.id, r.version FROM runs r"
+        " LEFT JOIN inbox_cursors c ON c.reader = ? AND c.run_id = r.id"
+        " WHERE r.owner = ? AND r.version > coalesce(c.acked_upto, 0) LIMIT ?",
+        (reader, reader, most + 1)).fetchall()
+    return {} if len(rows) > most else {r[0]: int(r[1]) for r in rows}
+
+
+def mark_inbox(db: sqlite3.Connection, reader: str, marks: Mapping[str, int],
+               acked: bool) -> None:
+    db.executemany(
+        "INSERT INTO inbox_cursors (reader, run_id, shown_upto, acked_upto)"
+        " SELECT ?, id, ?, ? FROM runs WHERE id = ?"
+        " ON CONFLICT (reader, run_id) DO UPDATE SET"
+        " shown_upto = max(shown_upto, excluded.shown_upto),"
+        " acked_upto = max(acked_upto, excluded.acked_upto)",
+        [(reader, seq, seq if acked else 0, run_id) for run_id, seq in marks.items()])

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sqlite3
 from abc import abstractmethod
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING
 from waypost.errors import NotFound, step
 from waypost.model import Delivery, Grant, Packet, RelayInfo, State, Watcher, json_decoder
 from waypost.store.base import Store
-from waypost.store.shared import Skipped, readable_packets
+from waypost.store.cursors import SCAN_RUNS, InboxScan
+from waypost.store.shared import Skipped, inbox_rows, readable_packets
 
 if TYPE_CHECKING:  # made where they are used: a heartbeat makes none
     from waypost.store.records import AlwaysHeld
@@ -141,6 +142,26 @@ class SqliteSide(Store):
 
         with self._reading("list relays") as db:
             return sqlite_outbox.live_relays(db, now)
+
+    # --- the inbox's marks ---------------------------------------------------------------
+
+    def inbox_events(self, reader: str, *, types: Collection[str], limit: int) -> InboxScan:
+        from waypost.store.sqlite import api as sqlite_api
+
+        if self._db is None or not types:
+            return InboxScan(events=[], versions={})  # no store yet, so no runs
+        with self._reading(f"read the inbox of {reader[:80]}") as db:
+            versions = sqlite_api.inbox_versions(db, reader, SCAN_RUNS)
+            rows = sqlite_api.inbox_events(db, reader, tuple(types), limit)
+        return InboxScan(events=inbox_rows(rows), versions=versions)
+
+    def mark_inbox(self, reader: str, marks: Mapping[str, int], *, acked: bool) -> None:
+        from waypost.store.sqlite import api as sqlite_api
+
+        if self._db is None or not marks:
+            return
+        with self._writing(f"mark the inbox of {reader[:80]}") as db:
+            sqlite_api.mark_inbox(db, reader, marks, acked)
 
     # --- the watchdog's registrations ---------------------------------------------------
 

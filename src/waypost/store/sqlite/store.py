@@ -330,7 +330,7 @@ class SqliteStore(SqliteSide):
             aside.start()  # until the COMMIT's flush ends, and the store's lock is let go
         return applies
 
-    def _prune_runs(self, before: datetime, states: list[str]) -> tuple[int, int, int]:
+    def _prune_runs(self, before: datetime, states: list[str]) -> tuple[int, int, int, int]:
         from waypost.store.sqlite import watch as sqlite_watch
         with self._writing("prune runs") as db:
             return sqlite_watch.prune_batch(db, before, states)

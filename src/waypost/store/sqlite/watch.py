@@ -133,22 +133,28 @@ def stored_runs(db: sqlite3.Connection,
 
 
 def prune_batch(db: sqlite3.Connection, before: datetime,
-                states: Collection[str]) -> tuple[int, int, int]:
-    """Delete up to PRUNE_BATCH matching runs with their rows: (runs, events, outbox)."""
+                states: Collection[str]) -> tuple[int, int, int, int]:
+    """Delete up to PRUNE_BATCH matching runs with their rows: (runs, events, outbox, runs
+    whose owner had not acknowledged their last event)."""
     marks = ", ".join("?" * len(states))
     ids = [r[0] for r in db.execute(
         f"SELECT id FROM runs WHERE state IN ({marks}) AND updated_at < ? LIMIT ?",
         (*states, before.isoformat(), PRUNE_BATCH))]
     if not ids:
-        return 0, 0, 0
+        return 0, 0, 0, 0
     db.execute("CREATE TEMP TABLE IF NOT EXISTS pruning (id TEXT PRIMARY KEY)")
     db.execute("DELETE FROM temp.pruning")
     db.executemany("INSERT INTO temp.pruning (id) VALUES (?)", [(i,) for i in ids])
+    (unread,) = db.execute(
+        "SELECT count(*) FROM runs r WHERE r.id IN temp.pruning AND NOT EXISTS (SELECT 1"
+        " FROM inbox_cursors c WHERE c.reader = r.owner AND c.run_id = r.id"
+        " AND c.acked_upto >= r.version)").fetchone()
+    db.execute("DELETE FROM inbox_cursors WHERE run_id IN temp.pruning")
     events = db.execute("DELETE FROM events WHERE run_id IN temp.pruning").rowcount
     outbox = db.execute("DELETE FROM outbox WHERE run_id IN temp.pruning").rowcount
     runs = db.execute("DELETE FROM runs WHERE id IN temp.pruning").rowcount
     db.execute("DELETE FROM temp.pruning")
-    return runs, events, outbox
+    return runs, events, outbox, int(unread)
 
 
 def prune_blobs(db: sqlite3.Connection, blobs_before: datetime) -> tuple[int, int]:
