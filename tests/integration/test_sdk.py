@@ -166,7 +166,7 @@ def test_a_refused_heartbeat_is_raised_when_the_block_ends(flavour: str,
             waypost.Run(store, run.id, actor="alice").claim()  # the owner takes it over
         time.sleep(0.3)
 
-    with pytest.raises(waypost.StaleLease, match="alice took it"):
+    with pytest.raises(waypost.StaleLease, match="alice took the lease over"):
         in_block(flavour, store_url, taken_over)
     packet = packet_of(store_url, last_run_id(store_url))
     assert packet.worker is not None
