@@ -165,10 +165,14 @@ async def _read_all(reader: asyncio.StreamReader) -> bytes:
 
 
 def refused(answer: bytes) -> bool:
-    """A 4xx, or the board sending an unsigned-in browser to its sign-in page."""
+    """A 4xx, the board sending an unsigned-in browser to its sign-in page, or a hook
+    route's refusal (200, the host's "block" answer: a hook is always answered 200)."""
     found = re.match(rb"HTTP/1\.1 (\d{3}) ", answer)
     status = int(found.group(1)) if found else 0
-    return 400 <= status < 500 or (status == 303 and b"\r\nlocation: /login" in answer)
+    head, _, body = answer.partition(b"\r\n\r\n")
+    hook_refused = status == 200 and b'"decision":"block"' in body.replace(b" ", b"")
+    return (400 <= status < 500 or (status == 303 and b"\r\nlocation: /login" in head)
+            or hook_refused)
 
 
 def test_slow_clients_of_every_shape_are_cut_and_change_nothing(tmp_path: Path) -> None:
