@@ -23,6 +23,7 @@ from litestar import Litestar
 from waypost.http.app import create_app
 from waypost.http.settings import ServerConfig
 from waypost.store import open_store
+from waypost.system.deadlines import Limits, protocol
 from waypost.system.sockets import listening_socket
 from waypost.usecases import tokens
 
@@ -41,8 +42,9 @@ def serving_app(config: ServerConfig) -> Iterator[tuple[Litestar, str]]:
     """The app made from `config`, served; yields it (its state holds the store it opened)
     and its base URL."""
     app = create_app(config)
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning",
-                                           timeout_graceful_shutdown=2))
+    # the connection protocol `waypost serve` runs (read deadlines, connection limit)
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=2,
+                                           http=protocol(Limits())))
     sock = listening_socket("127.0.0.1", 0)
     port = sock.getsockname()[1]
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
