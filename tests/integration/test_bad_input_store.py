@@ -139,6 +139,24 @@ def test_a_write_on_an_edited_head_event_is_refused_naming_the_run(url: str) -> 
     assert blocked in history["detail"]
 
 
+def test_a_head_event_edited_with_its_own_hash_recomputed_is_still_refused(url: str) -> None:
+    """The head must hash to the head the run records, not merely to its own `hash` field:
+    an edit that recomputes the event's hash still leaves the run's record behind it."""
+    moving, _ = populate(url)
+    with open_store(url) as store:
+        head = store.events(moving)[-1]
+        data = msgspec.structs.replace(head.data, note="edited, hash recomputed")
+        rehashed = event_hash(prev_hash=head.prev_hash, run_id=head.run_id, seq=head.seq,
+                              at=head.at, actor=head.actor, epoch=head.epoch, data=data)
+        tamper.overwrite_event(store, msgspec.structs.replace(head, data=data, hash=rehashed))
+    before = _events_as_stored(url, moving)
+    code, _, err = call(url, "heartbeat", moving, "--note", "on top", "--json", actor="w1")
+    assert code == 3, err
+    error = json.loads(err)["error"]
+    assert (error["code"], f"waypost verify {moving}" in error["hint"]) == ("integrity", True)
+    assert _events_as_stored(url, moving) == before
+
+
 def test_every_snapshot_a_store_hands_out_carries_its_head_event(store: Store) -> None:
     run, _ = starting.start(store, "t", actor="alice", target="none:", kind=Kind.LONG_RUNNING,
                             max_silence=60)
