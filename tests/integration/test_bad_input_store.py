@@ -287,6 +287,21 @@ def test_a_full_disk_exits_75_naming_it_and_doctor_says_so(tmp_path: Path) -> No
     assert (seen["after"], seen["verify_after"]) == (0, 0)  # room again: writes go on
 
 
+def test_a_full_disk_sqlite_only_words_is_75_too(tmp_path: Path) -> None:
+    """An error SQLite raises without its result code (the driver raises some so, e.g. one
+    made from the engine's message alone) is still a full disk when it says so."""
+    import sqlite3
+
+    from waypost.store.sqlite.setup import driver_error
+
+    store = str(tmp_path / "w.db")
+    said = driver_error(sqlite3.OperationalError("database or disk is full"), store,
+                        "write run wp_x", 5.0)
+    assert (type(said).__name__, said.exit_code) == ("DiskFull", 75)
+    assert said.message.startswith("disk full: cannot write run wp_x")
+    assert str(tmp_path) in said.message
+
+
 def test_a_full_disk_on_the_postgres_server_is_75_too() -> None:
     import psycopg
 
