@@ -287,6 +287,45 @@ def test_a_full_disk_exits_75_naming_it_and_doctor_says_so(tmp_path: Path) -> No
     assert (seen["after"], seen["verify_after"]) == (0, 0)  # room again: writes go on
 
 
+NO_INODES = """
+import json, os, subprocess, sys
+folder = sys.argv[1]
+def start(at):
+    proc = subprocess.run([sys.executable, "-m", "waypost", "start", "t", "--target", "none:",
+                           "--store", at, "--json"], capture_output=True, text=True,
+                          timeout=120)
+    return proc.returncode, proc.stderr
+fillers = []
+while True:  # another program's files take every file entry the disk has
+    try:
+        open(os.path.join(folder, f"f{len(fillers)}"), "x").close()
+    except OSError:
+        break
+    fillers.append(os.path.join(folder, f"f{len(fillers)}"))
+full = start(os.path.join(folder, "w.db"))
+for filler in fillers:
+    os.remove(filler)
+print(json.dumps({"full": full, "after": start(os.path.join(folder, "w.db"))[0]}))
+"""
+
+
+def test_a_disk_without_a_free_file_entry_is_a_full_disk_too(tmp_path: Path) -> None:
+    """ENOSPC from a disk out of inodes, with bytes to spare: a new store there is 75."""
+    folder = tmp_path / "tiny"
+    folder.mkdir()
+    script = 'mount -t tmpfs -o size=1m,nr_inodes=8 tmpfs "$1" || exit 99; shift; exec "$@"'
+    proc = subprocess.run([*_tiny_disk_prefix(), "sh", "-c", script, "sh", str(folder),
+                           sys.executable, "-c", NO_INODES, str(folder)],
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr
+    seen = json.loads(proc.stdout)
+    code, err = seen["full"]
+    assert code == 75, err
+    assert "disk full" in err
+    assert str(folder) in err
+    assert seen["after"] == 0  # room again: the store is made
+
+
 def test_a_full_disk_sqlite_only_words_is_75_too(tmp_path: Path) -> None:
     """An error SQLite raises without its result code (the driver raises some so, e.g. one
     made from the engine's message alone) is still a full disk when it says so."""
