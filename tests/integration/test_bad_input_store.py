@@ -303,9 +303,11 @@ while True:  # another program's files take every file entry the disk has
         break
     fillers.append(os.path.join(folder, f"f{len(fillers)}"))
 full = start(os.path.join(folder, "w.db"))
+nested = start(os.path.join(folder, "new", "w.db"))  # its folder cannot be made either
 for filler in fillers:
     os.remove(filler)
-print(json.dumps({"full": full, "after": start(os.path.join(folder, "w.db"))[0]}))
+print(json.dumps({"full": full, "nested": nested,
+                  "after": start(os.path.join(folder, "w.db"))[0]}))
 """
 
 
@@ -319,10 +321,10 @@ def test_a_disk_without_a_free_file_entry_is_a_full_disk_too(tmp_path: Path) -> 
                           capture_output=True, text=True, timeout=300, check=False)
     assert proc.returncode == 0, proc.stderr
     seen = json.loads(proc.stdout)
-    code, err = seen["full"]
-    assert code == 75, err
-    assert "disk full" in err
-    assert str(folder) in err
+    for code, err in (seen["full"], seen["nested"]):
+        assert code == 75, err
+        assert "disk full" in err
+        assert str(folder) in err
     assert seen["after"] == 0  # room again: the store is made
 
 
