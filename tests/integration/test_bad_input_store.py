@@ -36,7 +36,7 @@ from waypost.core.history import check_head, event_hash, prepare
 from waypost.durations import utcnow
 from waypost.errors import IntegrityError
 from waypost.events import Event, Heartbeat
-from waypost.model import Kind, from_json
+from waypost.model import BlockerKind, Kind, from_json
 from waypost.store import Store, open_store
 from waypost.usecases import runs, starting
 
@@ -212,6 +212,25 @@ def test_doctor_shows_its_progress_through_a_large_store_on_stderr(
     assert code == 0
     assert err.splitlines() == ["waypost doctor: verified 1 of 2 run(s)"]
     assert json.loads(out)["ok"] is True  # stdout stays one document
+
+
+def test_a_handles_write_with_a_notice_is_refused_on_a_head_edited_since_it_wrote_it(
+        store: Store) -> None:
+    """README: for a long-lived writer (an SDK handle) the commit is refused when the event
+    it wrote last was altered since, whatever the write: here a block, whose notice makes
+    it more than the one statement a heartbeat is."""
+    run, _ = starting.start(store, "t", actor="alice", target="none:", kind=Kind.LONG_RUNNING,
+                            max_silence=60, notify="file:logs/n.jsonl")  # never sent here
+    worker = runs.Run(store, run.id, actor="w1")
+    worker.claim()
+    worker.heartbeat(note="one")  # the handle keeps this write as its head
+    tamper.overwrite_event(store, msgspec.structs.replace(store.events(run.id)[-1],
+                                                          actor="mallory"))
+    before = [msgspec.json.encode(e) for e in store.events(run.id)]
+    with pytest.raises(IntegrityError, match=f"run {run.id}: its head event"):
+        worker.block(BlockerKind.OTHER, "the disk is flaky")
+    assert [msgspec.json.encode(e) for e in store.events(run.id)] == before
+    assert store.get(run.id).state.value == "in_progress"
 
 
 # --- item: a full disk ---------------------------------------------------------------------
