@@ -31,6 +31,7 @@ from hypothesis import HealthCheck, event, given, note, settings
 from hypothesis import strategies as st
 
 from tests import pg, tamper
+from tests.helpers import FakeClock
 from waypost.cli import main
 from waypost.core.history import check_head, event_hash, prepare
 from waypost.durations import utcnow
@@ -38,7 +39,7 @@ from waypost.errors import IntegrityError
 from waypost.events import Event, Heartbeat
 from waypost.model import BlockerKind, Kind, from_json
 from waypost.store import Store, open_store
-from waypost.usecases import runs, starting
+from waypost.usecases import runs, starting, watchdog
 
 LONG = os.environ.get("WAYPOST_CAMPAIGN") == "long"
 DOCUMENTED = {0, 2, 3, 4, 5, 75}
@@ -231,6 +232,24 @@ def test_a_handles_write_with_a_notice_is_refused_on_a_head_edited_since_it_wrot
         worker.block(BlockerKind.OTHER, "the disk is flaky")
     assert [msgspec.json.encode(e) for e in store.events(run.id)] == before
     assert store.get(run.id).state.value == "in_progress"
+
+
+def test_the_watchdog_records_nothing_on_a_run_whose_head_was_edited(
+        store: Store, clock: FakeClock) -> None:
+    """The watchdog is a writer too: a silent run whose head event was edited gets no
+    blocker chained onto it; the sweep names the run among its errors."""
+    run, _ = starting.start(store, "t", actor="alice", target="none:", kind=Kind.LONG_RUNNING,
+                            max_silence=2, clock=clock)
+    worker = runs.Run(store, run.id, actor="w1", clock=clock)
+    worker.claim()
+    worker.heartbeat(note="one")
+    tamper.overwrite_event(store, msgspec.structs.replace(store.events(run.id)[-1],
+                                                          actor="mallory"))
+    before = [msgspec.json.encode(e) for e in store.events(run.id)]
+    report = watchdog.sweep(store, watcher_id="a", now=clock.advance(60))
+    assert report.actions == ()
+    assert any(run.id in error and "head event" in error for error in report.errors), report
+    assert [msgspec.json.encode(e) for e in store.events(run.id)] == before
 
 
 # --- item: a full disk ---------------------------------------------------------------------
