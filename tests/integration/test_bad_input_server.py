@@ -76,7 +76,8 @@ routes = st.sampled_from([("POST", "/api/runs"), ("GET", "/api/runs"),
                           *(("POST", f"/api/runs/{{run}}/{c}") for c in COMMANDS)])
 # who the request says it is: (label, live bearer role or None, headers builder key)
 CREDENTIALS = ("none", "owner", "worker", "viewer", "cookie_owner", "cookie_and_owner",
-               "cookie_and_garbage", "basic", "bearer_empty", "garbage", "too_long")
+               "cookie_and_garbage", "basic", "basic_owner", "bearer_empty", "garbage",
+               "too_long")
 credentials = st.one_of(st.sampled_from(["owner", "worker"]), st.sampled_from(CREDENTIALS))
 media = st.one_of(st.sampled_from(JSON_TYPES), st.sampled_from([
                                    "text/plain", "text/plain; charset=utf-8",
@@ -143,6 +144,7 @@ def headers_for(label: str, served: Served, content_type: str | None) -> dict[st
         "cookie_and_garbage": {"Cookie": f"waypost_token={owner}",
                                "Authorization": "Bearer wpt_nope"},
         "basic": {"Authorization": "Basic YWxpY2U6aHVudGVyMg=="},
+        "basic_owner": {"Authorization": f"Basic {owner}"},  # a live token, another scheme
         "bearer_empty": {"Authorization": "Bearer"},
         "garbage": {"Authorization": "Bearer wpt_000000000000_" + "x" * 43},
         "too_long": {"Authorization": "Bearer " + "x" * 5000},
@@ -197,6 +199,20 @@ def test_every_request_gets_a_documented_answer(served: Served, route: tuple[str
     elif what.startswith("deep:") and int(what[5:]) > MAX_NESTING + 1:
         assert status == 400, response.text[:300]
         assert response.json()["error"]["code"] == "too_deep"
+
+
+@pytest.mark.parametrize("scheme", ["Basic", "Token", "Digest", "Bearer:"])
+def test_a_live_token_under_another_scheme_is_no_token(served: Served, scheme: str) -> None:
+    """README: a request carries `Authorization: Bearer TOKEN`; the token itself under any
+    other scheme is not read as one (401), and nothing changes."""
+    before = dump_store(served.db)
+    sent = {"Authorization": f"{scheme} {served.secrets['owner']}"}
+    with httpx.Client(base_url=served.url, timeout=60) as client:
+        answers = [client.get("/api/runs", headers=sent),
+                   client.post(f"/api/runs/{served.run}/cancel", json={"reason": "x"},
+                               headers=sent)]
+    assert [a.status_code for a in answers] == [401, 401], [a.text[:200] for a in answers]
+    assert dump_store(served.db) == before
 
 
 def test_mcp_over_http_checks_the_token_before_a_deep_body(tmp_path: Path) -> None:

@@ -31,14 +31,15 @@ from hypothesis import HealthCheck, event, given, note, settings
 from hypothesis import strategies as st
 
 from tests import pg, tamper
+from tests.helpers import FakeClock
 from waypost.cli import main
 from waypost.core.history import check_head, event_hash, prepare
 from waypost.durations import utcnow
 from waypost.errors import IntegrityError
 from waypost.events import Event, Heartbeat
-from waypost.model import Kind, from_json
+from waypost.model import BlockerKind, Kind, from_json
 from waypost.store import Store, open_store
-from waypost.usecases import runs, starting
+from waypost.usecases import runs, starting, watchdog
 
 LONG = os.environ.get("WAYPOST_CAMPAIGN") == "long"
 DOCUMENTED = {0, 2, 3, 4, 5, 75}
@@ -139,6 +140,24 @@ def test_a_write_on_an_edited_head_event_is_refused_naming_the_run(url: str) -> 
     assert blocked in history["detail"]
 
 
+def test_a_head_event_edited_with_its_own_hash_recomputed_is_still_refused(url: str) -> None:
+    """The head must hash to the head the run records, not merely to its own `hash` field:
+    an edit that recomputes the event's hash still leaves the run's record behind it."""
+    moving, _ = populate(url)
+    with open_store(url) as store:
+        head = store.events(moving)[-1]
+        data = msgspec.structs.replace(head.data, note="edited, hash recomputed")
+        rehashed = event_hash(prev_hash=head.prev_hash, run_id=head.run_id, seq=head.seq,
+                              at=head.at, actor=head.actor, epoch=head.epoch, data=data)
+        tamper.overwrite_event(store, msgspec.structs.replace(head, data=data, hash=rehashed))
+    before = _events_as_stored(url, moving)
+    code, _, err = call(url, "heartbeat", moving, "--note", "on top", "--json", actor="w1")
+    assert code == 3, err
+    error = json.loads(err)["error"]
+    assert (error["code"], f"waypost verify {moving}" in error["hint"]) == ("integrity", True)
+    assert _events_as_stored(url, moving) == before
+
+
 def test_every_snapshot_a_store_hands_out_carries_its_head_event(store: Store) -> None:
     run, _ = starting.start(store, "t", actor="alice", target="none:", kind=Kind.LONG_RUNNING,
                             max_silence=60)
@@ -194,6 +213,43 @@ def test_doctor_shows_its_progress_through_a_large_store_on_stderr(
     assert code == 0
     assert err.splitlines() == ["waypost doctor: verified 1 of 2 run(s)"]
     assert json.loads(out)["ok"] is True  # stdout stays one document
+
+
+def test_a_handles_write_with_a_notice_is_refused_on_a_head_edited_since_it_wrote_it(
+        store: Store) -> None:
+    """README: for a long-lived writer (an SDK handle) the commit is refused when the event
+    it wrote last was altered since, whatever the write: here a block, whose notice makes
+    it more than the one statement a heartbeat is."""
+    run, _ = starting.start(store, "t", actor="alice", target="none:", kind=Kind.LONG_RUNNING,
+                            max_silence=60, notify="file:logs/n.jsonl")  # never sent here
+    worker = runs.Run(store, run.id, actor="w1")
+    worker.claim()
+    worker.heartbeat(note="one")  # the handle keeps this write as its head
+    tamper.overwrite_event(store, msgspec.structs.replace(store.events(run.id)[-1],
+                                                          actor="mallory"))
+    before = [msgspec.json.encode(e) for e in store.events(run.id)]
+    with pytest.raises(IntegrityError, match=f"run {run.id}: its head event"):
+        worker.block(BlockerKind.OTHER, "the disk is flaky")
+    assert [msgspec.json.encode(e) for e in store.events(run.id)] == before
+    assert store.get(run.id).state.value == "in_progress"
+
+
+def test_the_watchdog_records_nothing_on_a_run_whose_head_was_edited(
+        store: Store, clock: FakeClock) -> None:
+    """The watchdog is a writer too: a silent run whose head event was edited gets no
+    blocker chained onto it; the sweep names the run among its errors."""
+    run, _ = starting.start(store, "t", actor="alice", target="none:", kind=Kind.LONG_RUNNING,
+                            max_silence=2, clock=clock)
+    worker = runs.Run(store, run.id, actor="w1", clock=clock)
+    worker.claim()
+    worker.heartbeat(note="one")
+    tamper.overwrite_event(store, msgspec.structs.replace(store.events(run.id)[-1],
+                                                          actor="mallory"))
+    before = [msgspec.json.encode(e) for e in store.events(run.id)]
+    report = watchdog.sweep(store, watcher_id="a", now=clock.advance(60))
+    assert report.actions == ()
+    assert any(run.id in error and "head event" in error for error in report.errors), report
+    assert [msgspec.json.encode(e) for e in store.events(run.id)] == before
 
 
 # --- item: a full disk ---------------------------------------------------------------------
@@ -267,6 +323,62 @@ def test_a_full_disk_exits_75_naming_it_and_doctor_says_so(tmp_path: Path) -> No
     assert seen["fresh"] == 75  # a new store on the full disk: 75 too
     assert seen["fresh_after"] == 0  # ... and what it left does not stand in the way
     assert (seen["after"], seen["verify_after"]) == (0, 0)  # room again: writes go on
+
+
+NO_INODES = """
+import json, os, subprocess, sys
+folder = sys.argv[1]
+def start(at):
+    proc = subprocess.run([sys.executable, "-m", "waypost", "start", "t", "--target", "none:",
+                           "--store", at, "--json"], capture_output=True, text=True,
+                          timeout=120)
+    return proc.returncode, proc.stderr
+fillers = []
+while True:  # another program's files take every file entry the disk has
+    try:
+        open(os.path.join(folder, f"f{len(fillers)}"), "x").close()
+    except OSError:
+        break
+    fillers.append(os.path.join(folder, f"f{len(fillers)}"))
+full = start(os.path.join(folder, "w.db"))
+nested = start(os.path.join(folder, "new", "w.db"))  # its folder cannot be made either
+for filler in fillers:
+    os.remove(filler)
+print(json.dumps({"full": full, "nested": nested,
+                  "after": start(os.path.join(folder, "w.db"))[0]}))
+"""
+
+
+def test_a_disk_without_a_free_file_entry_is_a_full_disk_too(tmp_path: Path) -> None:
+    """ENOSPC from a disk out of inodes, with bytes to spare: a new store there is 75."""
+    folder = tmp_path / "tiny"
+    folder.mkdir()
+    script = 'mount -t tmpfs -o size=1m,nr_inodes=8 tmpfs "$1" || exit 99; shift; exec "$@"'
+    proc = subprocess.run([*_tiny_disk_prefix(), "sh", "-c", script, "sh", str(folder),
+                           sys.executable, "-c", NO_INODES, str(folder)],
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr
+    seen = json.loads(proc.stdout)
+    for code, err in (seen["full"], seen["nested"]):
+        assert code == 75, err
+        assert "disk full" in err
+        assert str(folder) in err
+    assert seen["after"] == 0  # room again: the store is made
+
+
+def test_a_full_disk_sqlite_only_words_is_75_too(tmp_path: Path) -> None:
+    """An error SQLite raises without its result code (the driver raises some so, e.g. one
+    made from the engine's message alone) is still a full disk when it says so."""
+    import sqlite3
+
+    from waypost.store.sqlite.setup import driver_error
+
+    store = str(tmp_path / "w.db")
+    said = driver_error(sqlite3.OperationalError("database or disk is full"), store,
+                        "write run wp_x", 5.0)
+    assert (type(said).__name__, said.exit_code) == ("DiskFull", 75)
+    assert said.message.startswith("disk full: cannot write run wp_x")
+    assert str(tmp_path) in said.message
 
 
 def test_a_full_disk_on_the_postgres_server_is_75_too() -> None:

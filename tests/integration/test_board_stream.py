@@ -29,6 +29,7 @@ from waypost.store.postgres.store import PostgresStore
 from waypost.usecases import starting, tokens
 
 READ_TIMEOUT = 20.0  # seconds a test waits for the stream to say something
+HANG_S = 60.0  # hang guard: a change the stream never names fails the test by then
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -69,7 +70,7 @@ def _runs_until(lines: Iterator[str], wanted: set[str]) -> tuple[set[str], str]:
     """Read `runs` messages until every run in `wanted` was named; the last id seen."""
     seen: set[str] = set()
     last = ""
-    for message in read_messages(lines, until=1000):
+    for message in read_messages(lines, until=1000, within=HANG_S):
         if message.id is not None:
             last = message.id
         if message.event == "runs":

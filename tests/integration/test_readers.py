@@ -16,6 +16,7 @@ import pytest
 
 import waypost
 from tests.board_support import read_messages, serving
+from waypost.config import Config
 from waypost.core.history import verify_run
 from waypost.core.readers import Sight, sight
 from waypost.errors import NotAuthorized
@@ -153,3 +154,25 @@ def test_a_viewers_stream_names_the_run_and_nothing_private(tmp_path: Path) -> N
     runs = json.loads(said[-1])["runs"]
     assert [r["id"] for r in runs] == [run]
     assert not any(mark in text for text in said for mark in (PRIVATE, SECRET, OUTPUT))
+
+
+def test_a_viewer_sees_the_projects_private_terms_withheld_in_every_read(store: Store) -> None:
+    """The public view is sanitized with the project's `[sanitize] deny` terms too, in the
+    run, in a listing and in its events alike."""
+    codename = "OrionCodename4417"
+    config = Config(deny=(codename,))
+    started, _ = waypost.start(store, f"Ship {codename} to staging", actor="alice",
+                               owner="alice", target="none:", kind=waypost.Kind.LONG_RUNNING,
+                               max_silence=3600, worker="w1")
+    viewer = _grant(store, "carol", "viewer")
+    shown = {
+        "run": to_json(reading.run(store, viewer, started.id, config=config)).decode(),
+        "listing": to_json(reading.runs(store, viewer, [store.get(started.id)],
+                                        config=config)).decode(),
+        "events": to_json(reading.events(store, viewer, started.id, config=config)).decode(),
+    }
+    assert {where: codename in text for where, text in shown.items()} == dict.fromkeys(
+        shown, False)
+    assert all("[REDACTED:" in text for text in shown.values())
+    owner = _text(store, _grant(store, "alice", "owner"), started.id)
+    assert codename in owner  # the owner sees the run as stored

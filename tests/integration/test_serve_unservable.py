@@ -79,6 +79,12 @@ def missing_database(tmp_path: Path) -> str:
     return urlunsplit(parts._replace(path=f"/waypost_missing_{uuid.uuid4().hex[:12]}"))
 
 
+def missing_role(tmp_path: Path) -> str:
+    parts = urlsplit(pg.require_postgres())
+    netloc = f"waypost_nobody_{uuid.uuid4().hex[:12]}@{parts.hostname}:{parts.port or 5432}"
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
 def closed_port(tmp_path: Path) -> str:
     parts = urlsplit(pg.require_postgres())
     with socket.socket() as sock:  # a port just free: nothing listens there
@@ -119,12 +125,14 @@ def test_serve_names_the_store_the_doctor_should_look_at(tmp_path: Path) -> None
 
 @pytest.mark.parametrize(("make", "code", "exit_code"), [
     (missing_database, "not_found", 4),  # the server answered: it has no such database
+    (missing_role, "not_authorized", 3),  # the server refused the login: no such user
     (closed_port, "store_unreachable", 75),  # nobody answered: start it, then try again
-], ids=["missing_database", "closed_port"])
+], ids=["missing_database", "missing_role", "closed_port"])
 def test_a_postgres_store_that_cannot_be_reached_says_which_and_is_no_bug(
         tmp_path: Path, make: Callable[[Path], str], code: str, exit_code: int) -> None:
-    """Exit 1 is a bug's code: a database that is not there is not found (4), a server that
-    does not answer is a temporary failure (75), each one line naming the fix."""
+    """Exit 1 is a bug's code: a database that is not there is not found (4), a login the
+    server refuses is refused (3), a server that does not answer is a temporary failure
+    (75), each one line naming the fix."""
     store = make(tmp_path)
     listed = _waypost("ls", "--json", store=store)
     assert listed.returncode == exit_code, listed.stderr
@@ -132,5 +140,6 @@ def test_a_postgres_store_that_cannot_be_reached_says_which_and_is_no_bug(
     assert error["code"] == code
     assert "\n" not in error["message"]
     assert "waypost doctor" in error["hint"]
+    assert ("createdb" in error["hint"]) == (code == "not_found")  # the fix of this cause
     served = _waypost("serve", "--port", "0", store=store)
     assert served.returncode == exit_code, served.stderr

@@ -33,6 +33,7 @@ BODY_S = 3.0  # --body-timeout
 SLACK = 15.0  # hang guard past a deadline: the machine may be busy, the server must not hang
 EARLY = 0.05  # clock slack below a deadline (the client starts its clock first)
 DRIBBLE_S = 0.4  # seconds between a slow client's bytes
+UVICORN_KEEP_ALIVE_S = 5.0  # uvicorn's keep-alive when none is given
 
 
 @dataclass(frozen=True)
@@ -258,6 +259,20 @@ def test_an_idle_connection_is_closed_after_keep_alive_and_a_next_head_has_its_d
         writer.close()
 
     with world(tmp_path, "--keep-alive", "1s") as w:
+        asyncio.run(main(w))
+
+
+def test_an_idle_connection_is_kept_for_the_whole_keep_alive_given(tmp_path: Path) -> None:
+    """--keep-alive is the server's bound, not uvicorn's own (5 s): a connection idle past
+    that but within the bound given still takes its next request."""
+    async def main(w: World) -> None:
+        reader, writer = await asyncio.open_connection(w.host, w.port)
+        await _one_answer(w, reader, writer)
+        await asyncio.sleep(UVICORN_KEEP_ALIVE_S + 2.0)  # idle, well within --keep-alive
+        await _one_answer(w, reader, writer)  # the same connection, still open
+        writer.close()
+
+    with world(tmp_path, "--keep-alive", "60s") as w:
         asyncio.run(main(w))
 
 

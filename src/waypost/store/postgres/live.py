@@ -7,6 +7,7 @@ to the connection that made them, and must not leak to whoever borrows it next.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from types import TracebackType
@@ -85,19 +86,21 @@ def wrapped(exc: psycopg.Error, action: str, where: str) -> WaypostError:
 
 
 CONNECT_FAILED = "connection failed:"  # how psycopg words a connection it could not open
+NO_ROLE = re.compile(r'FATAL: +role ".*" does not exist')  # the login names no role
 
 
 def _not_connected(said: str, action: str, where: str) -> WaypostError:
     """A connection that could not be opened: a database the server does not have (4), a
-    login it refuses (3), or a server that did not answer (75: nothing happened, retry)."""
+    login it refuses (3: a wrong password, or a user it has no role for), or a server that
+    did not answer (75: nothing happened, retry)."""
+    if "authentication failed" in said or "pg_hba.conf" in said or NO_ROLE.search(said):
+        return NotAuthorized(f"cannot {action}: {said}",
+                             hint="fix the user or password in the URL (or PGPASSWORD); "
+                             "check with: waypost doctor")
     if "does not exist" in said:
         return NotFound(f"cannot {action}: {said}",
                         hint="create the database (createdb NAME) or fix the URL; "
                         "check with: waypost doctor")
-    if "authentication failed" in said or "pg_hba.conf" in said:
-        return NotAuthorized(f"cannot {action}: {said}",
-                             hint="fix the user or password in the URL (or PGPASSWORD); "
-                             "check with: waypost doctor")
     return StoreUnreachable(f"cannot {action}: {said}; nothing was read or written",
                             hint="start the database server or fix the URL, then try "
                             "again; check with: waypost doctor")

@@ -92,7 +92,19 @@ def open_refusal(path: str, exc: OSError | sqlite3.Error) -> WaypostError:
             pass
         except OSError as why:
             return os_refusal(file, why)
+    if _no_room(path):  # SQLite hides the ENOSPC of a file it could not make
+        return disk_full(path, "create the store")
     return unopenable(path, str(exc))
+
+
+def _no_room(path: str) -> bool:
+    """Whether the disk holding `path`'s folder has no block or no file entry (inode) left
+    for this user: a new file cannot be made there (0 counts mean "no limit")."""
+    try:
+        room = os.statvfs(os.path.dirname(os.path.abspath(path)))
+    except OSError:
+        return False
+    return bool((room.f_blocks and not room.f_bavail) or (room.f_files and not room.f_favail))
 
 
 def disk_full(path: str, what: str) -> DiskFull:
