@@ -333,6 +333,7 @@ def start(at):
                            "--store", at, "--json"], capture_output=True, text=True,
                           timeout=120)
     return proc.returncode, proc.stderr
+before = start(os.path.join(folder, "pre.db"))[0]  # a store made while there was room
 fillers = []
 while True:  # another program's files take every file entry the disk has
     try:
@@ -342,9 +343,16 @@ while True:  # another program's files take every file entry the disk has
     fillers.append(os.path.join(folder, f"f{len(fillers)}"))
 full = start(os.path.join(folder, "w.db"))
 nested = start(os.path.join(folder, "new", "w.db"))  # its folder cannot be made either
+doctor = subprocess.run([sys.executable, "-m", "waypost", "doctor", "--json", "--store",
+                         os.path.join(folder, "pre.db")], capture_output=True, text=True,
+                        timeout=120)
+disk = [c for c in json.loads(doctor.stdout)["checks"] if c["status"] == "fail"]
+from waypost.store.sqlite.checks import disk_diagnosis
+diag = disk_diagnosis(os.path.join(folder, "pre.db"))  # as doctor checks an open store
 for filler in fillers:
     os.remove(filler)
-print(json.dumps({"full": full, "nested": nested,
+print(json.dumps({"before": before, "full": full, "nested": nested, "disk": disk,
+                  "diag": [str(diag.status), diag.detail],
                   "after": start(os.path.join(folder, "w.db"))[0]}))
 """
 
@@ -353,16 +361,23 @@ def test_a_disk_without_a_free_file_entry_is_a_full_disk_too(tmp_path: Path) -> 
     """ENOSPC from a disk out of inodes, with bytes to spare: a new store there is 75."""
     folder = tmp_path / "tiny"
     folder.mkdir()
-    script = 'mount -t tmpfs -o size=1m,nr_inodes=8 tmpfs "$1" || exit 99; shift; exec "$@"'
+    script = 'mount -t tmpfs -o size=1m,nr_inodes=16 tmpfs "$1" || exit 99; shift; exec "$@"'
     proc = subprocess.run([*_tiny_disk_prefix(), "sh", "-c", script, "sh", str(folder),
                            sys.executable, "-c", NO_INODES, str(folder)],
                           capture_output=True, text=True, timeout=300, check=False)
     assert proc.returncode == 0, proc.stderr
     seen = json.loads(proc.stdout)
+    assert seen["before"] == 0
     for code, err in (seen["full"], seen["nested"]):
         assert code == 75, err
         assert "disk full" in err
         assert str(folder) in err
+    # doctor does not call a disk with no file entry left "ok": SQLite's journal needs one
+    assert seen["disk"], "doctor failed no check on a disk with no file entry left"
+    assert any("disk full" in c["detail"] or "file entr" in c["detail"] for c in seen["disk"])
+    status, detail = seen["diag"]  # its disk check, where the store opens: no file entry
+    assert status == "fail", detail
+    assert "file entries" in detail
     assert seen["after"] == 0  # room again: the store is made
 
 

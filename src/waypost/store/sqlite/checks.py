@@ -27,6 +27,7 @@ def integrity_diagnosis(db: sqlite3.Connection) -> Diagnosis:
 
 LOW_DISK = 4 << 20  # bytes free below which doctor fails: the WAL alone may grow ~4 MiB
 LOW_DISK_WARN = 64 << 20  # ... and below which it warns
+LOW_FILES = 3  # free file entries below which doctor fails: the -wal, -shm and -journal files
 
 
 def disk_diagnosis(path: str) -> Diagnosis:
@@ -39,6 +40,11 @@ def disk_diagnosis(path: str) -> Diagnosis:
                          detail=f"cannot tell the space left in {folder}: {exc}")
     free, size = found.f_bavail * found.f_frsize, found.f_blocks * found.f_frsize
     said = f"{_size(free)} free of {_size(size)} on the disk holding {folder}"
+    if found.f_files and found.f_favail < LOW_FILES:  # bytes to spare, but no file entry
+        return Diagnosis(name="disk", status=Status.FAIL, detail=(
+            f"{said}, but {found.f_favail} free file entries (inodes): SQLite's journal "
+            "files cannot be made, so writes fail with exit 75 (disk full); remove files "
+            "there"))
     status = Status.FAIL if free < LOW_DISK else Status.WARN if free < LOW_DISK_WARN else Status.OK
     return Diagnosis(name="disk", status=status, detail=said + {
         Status.FAIL: ": the disk is full or nearly, so writes fail with exit 75 (disk full);"
