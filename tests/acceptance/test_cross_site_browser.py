@@ -49,6 +49,7 @@ BODIES: Final[dict[str, object]] = {
     f"/api/runs/{RUN}/cancel": {"reason": "planted"},
     f"/api/runs/{RUN}/retarget": {"target": "mailto:mallory@example.com"},
     f"/api/runs/{RUN}/artifacts/{{name}}": "# planted\n\nbytes another site chose\n",
+    "/api/inbox/ack": {},  # would move the signed-in owner's acknowledged marks
     "/hooks/claude/{event}": {"session_id": "planted", "transcript_path": "/tmp/t.jsonl",
                               "cwd": "/tmp", "hook_event_name": "SessionStart",
                               "source": "startup"},
