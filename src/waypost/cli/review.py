@@ -11,7 +11,8 @@ import click
 
 from waypost.cli.context import Ctx, verb
 from waypost.core.gates import GateVerdict, unmet
-from waypost.errors import RuleViolation
+from waypost.errors import RuleViolation, step
+from waypost.usecases.commands import command
 
 
 def _row(v: GateVerdict) -> tuple[str, str, str, str, str]:
@@ -41,8 +42,10 @@ def review(ctx: Ctx, run_id: str, cwd: str | None) -> None:
     """
     packet, report = ctx.run(run_id).review(config=ctx.config, cwd=cwd)
     verdict = "approvable" if report.approvable else "NOT approvable: a required gate did not pass"
+    then = (f"\nnext: {command(step('approve', run_id, actor=ctx.actor))}"
+            if report.approvable else "")
     ctx.emit(report, f"{run_id} review {report.review} by {report.by}: {verdict}\n"
-             + verdict_table(report.gates))
+             + verdict_table(report.gates) + then)
     if not report.approvable:
         missing = unmet(report.gates)
         failed = ", ".join(v.gate for v in missing)
@@ -75,7 +78,8 @@ def approve(ctx: Ctx, run_id: str, waives: Sequence[str]) -> None:
     waived = "".join(f"\n  waived {w.gate}: {w.reason}" for w in
                      (packet.approval.waivers if packet.approval else ()))
     ctx.emit({"run": run_id, "state": packet.state, "approval": packet.approval},
-             f"{run_id} {packet.state}{waived}")
+             f"{run_id} {packet.state}{waived}\nnext: the relay sends the result once: "
+             + command(step("deliver")))
 
 
 @click.command()
@@ -117,5 +121,5 @@ def inbox(ctx: Ctx, ack: bool) -> None:
     """
     from waypost.usecases import inbox as inboxes
 
-    found = inboxes.read(ctx.store, ctx.actor, ack=ack)
+    found = inboxes.read(ctx.store, ctx.acting() if ack else ctx.actor, ack=ack)
     ctx.emit(found, lambda: inboxes.text(found))

@@ -277,7 +277,7 @@ def _run_context(store: Store, call: HookCall, grant: Grant | None, terms: Terms
         from waypost.usecases.handoff import brief, brief_text
 
         return Context(text=brief_text(brief(packet, store.events(packet.id)), now))
-    return Context(text=decide.status_line(packet))
+    return Context(text=decide.status_line(packet, _addressee(packet, call, grant, terms)))
 
 
 def _session_packet(store: Store, session: str | None) -> Packet | None:
@@ -343,7 +343,8 @@ def _run_stop(store: Store, call: HookCall, packet: Packet, grant: Grant | None,
               memory: Tally | None, terms: Terms) -> StopDecision:
     turn = decide.turn_key(call.turn, packet.version) if call.turn else None
     if grant is None or may_write(grant, packet):  # who may write the run may read it
-        return capped(store, packet, decision_of(packet, call), cap=terms.cap, turn=turn,
+        return capped(store, packet, decision_of(packet, call, grant, terms), cap=terms.cap,
+                      turn=turn,
                       actor=grant.holder if grant is not None else None)
     assert memory is not None  # a grant comes with a remote caller's tally
     try:
@@ -351,12 +352,25 @@ def _run_stop(store: Store, call: HookCall, packet: Packet, grant: Grant | None,
     except NotAuthorized as exc:  # counted all the same: such a token never gets further
         refused = StopDecision(block=True, reason=f"waypost: {exc.message}{_next(exc)}")
         return _count_for_reader(memory, call, grant, refused, None, terms.cap, turn)
-    return _count_for_reader(memory, call, grant, decision_of(packet, call), packet.id,
-                             terms.cap, turn)
+    return _count_for_reader(memory, call, grant, decision_of(packet, call, grant, terms),
+                             packet.id, terms.cap, turn)
 
 
-def decision_of(packet: Packet, call: HookCall) -> StopDecision:
-    return decide.decide_stop(packet, call.session)
+def decision_of(packet: Packet, call: HookCall, grant: Grant | None = None,
+                terms: Terms | None = None) -> StopDecision:
+    return decide.decide_stop(packet, call.session,
+                              to=_addressee(packet, call, grant, terms))
+
+
+def _addressee(packet: Packet, call: HookCall, grant: Grant | None,
+               terms: Terms | None) -> decide.Addressee:
+    """Whom the session's instructions are for: its run's session is the run's worker's,
+    unless the session acts as someone else (a token's holder, `WAYPOST_ACTOR`). A
+    subagent's run is its own, with its own lease."""
+    reader = grant.holder if grant is not None else (terms.reader if terms else None)
+    if call.event == "subagent-stop":
+        reader = None if grant is None else reader
+    return decide.addressee(packet, reader)
 
 
 def _count_for_reader(memory: Tally, call: HookCall, grant: Grant, decision: StopDecision,

@@ -1,0 +1,112 @@
+"""A literal agent: it knows a run id and its own name, and does nothing but run the
+commands waypost tells it, each parsed as a shell command line (`shlex`) and run exactly,
+with only these placeholders filled in: TEXT (a summary or note), CMD (a command to run as
+evidence), PATH (a file to record) and NAME (the name it was recorded under). It reads
+the session-start brief, the stop hook's reasons (`waypost hook Stop --host claude`, the
+session's JSON on stdin), the inbox's and review's `next:` lines. Playing the owner, the
+same agent reviews, approves and sees the delivery in its inbox. Any instruction refused,
+as written, fails the test. No WAYPOST_ACTOR is set anywhere: the instructions carry it."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+WAYPOST = [sys.executable, "-m", "waypost"]
+HANG_GUARD = 60
+FILL = {"TEXT": "the fix is in", "CMD": "true", "PATH": "result.txt", "NAME": "result.txt"}
+MAX_TURNS = 12
+
+
+def _env(**extra: str) -> dict[str, str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("WAYPOST_")}
+    return {**clean, **extra}
+
+
+def _run(cwd: Path, argv: list[str], stdin: str | None = None,
+         **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(argv, cwd=cwd, input=stdin, capture_output=True, text=True,
+                          env=_env(**env), timeout=HANG_GUARD, check=False)
+
+
+def execute(cwd: Path, instruction: str) -> str:
+    """Run one instruction exactly as written, placeholders filled; refused: the test fails."""
+    words = shlex.split(instruction, comments=True)
+    assert words and words[0] == "waypost", instruction
+    argv = [*WAYPOST, *(FILL.get(w, w) for w in words[1:])]
+    proc = _run(cwd, argv)
+    assert proc.returncode == 0, f"refused as written: {instruction}\n{proc.stderr}"
+    assert "acting as" not in proc.stderr, f"fell back to the user: {instruction}"
+    return proc.stdout
+
+
+def commands_in(text: str) -> list[str]:
+    """Every `waypost …` command line an answer names, from its first `waypost ` word."""
+    found = []
+    for line in text.splitlines():
+        at = line.find("waypost ", line.find(":") + 1 if line.lstrip().startswith(
+            ("next:", "Record", "When")) else 0)
+        while at != -1 and not line[at:].startswith(("waypost heartbeat", "waypost artifact",
+                                                     "waypost evidence", "waypost ready",
+                                                     "waypost review", "waypost approve",
+                                                     "waypost deliver", "waypost inbox",
+                                                     "waypost unblock", "waypost resume")):
+            at = line.find("waypost ", at + 1)
+        if at != -1:
+            found.append(line[at:])
+    return found
+
+
+def hook(cwd: Path, event: str, session: str, **env: str) -> dict[str, object]:
+    """The host's hook: `waypost hook EVENT --host claude`, the session's JSON on stdin."""
+    named = {"session-start": "SessionStart"}.get(event, event)
+    data = json.dumps({"session_id": session, "hook_event_name": named,
+                       "stop_hook_active": False, "cwd": str(cwd)})
+    proc = _run(cwd, [*WAYPOST, "hook", event, "--host", "claude"], stdin=data, **env)
+    assert proc.returncode == 0, proc.stderr
+    said = json.loads(proc.stdout) if proc.stdout.strip() else {}
+    assert isinstance(said, dict)
+    return said
+
+
+def test_a_literal_agent_drives_a_run_to_review_and_its_owner_to_the_delivery(
+        tmp_path: Path) -> None:
+    (tmp_path / "result.txt").write_text("the flaky test now waits for its server\n")
+    assert _run(tmp_path, [*WAYPOST, "init"]).returncode == 0
+    proc = _run(tmp_path, [*WAYPOST, "start", "Fix the flaky test", "--target", "none:",
+                           "--worker", "w1", "--gate", "tests=command:true", "--as", "alice"])
+    assert proc.returncode == 0, proc.stderr
+    run = proc.stdout.strip()
+
+    # the worker's session starts with the run named: the brief's next commands
+    brief = hook(tmp_path, "session-start", "s-w1", WAYPOST_RUN=run)
+    context = brief["hookSpecificOutput"]["additionalContext"]  # type: ignore[index]
+    artifact = [c for c in commands_in(context) if c.startswith("waypost artifact add")]
+    assert artifact, context
+    execute(tmp_path, artifact[0])
+
+    # then, on every stop, what the stop hook says, until it lets the agent stop
+    for _ in range(MAX_TURNS):
+        said = hook(tmp_path, "Stop", "s-w1")
+        if said.get("decision") != "block":
+            break
+        told = commands_in(str(said["reason"]))
+        assert told, said
+        execute(tmp_path, told[0])
+    else:
+        raise AssertionError("the stop hook never let the agent stop")
+    shown = json.loads(_run(tmp_path, [*WAYPOST, "show", run, "--json"]).stdout)
+    assert shown["state"] == "ready_for_review"
+
+    # the owner: its inbox names the review, the review the approval, the approval the relay
+    inbox = _run(tmp_path, [*WAYPOST, "inbox", "--as", "alice"]).stdout
+    for verb in ("review", "approve", "deliver"):
+        step = [c for c in commands_in(inbox) if c.startswith(f"waypost {verb}")]
+        assert step, (verb, inbox)
+        inbox = execute(tmp_path, step[0])
+    final = _run(tmp_path, [*WAYPOST, "inbox", "--as", "alice"]).stdout
+    assert "delivered" in final, final
