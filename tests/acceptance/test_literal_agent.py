@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -36,29 +37,22 @@ def _run(cwd: Path, argv: list[str], stdin: str | None = None,
 def execute(cwd: Path, instruction: str) -> str:
     """Run one instruction exactly as written, placeholders filled; refused: the test fails."""
     words = shlex.split(instruction, comments=True)
-    assert words and words[0] == "waypost", instruction
+    assert words[:1] == ["waypost"], instruction
     argv = [*WAYPOST, *(FILL.get(w, w) for w in words[1:])]
     proc = _run(cwd, argv)
     assert proc.returncode == 0, f"refused as written: {instruction}\n{proc.stderr}"
     assert "acting as" not in proc.stderr, f"fell back to the user: {instruction}"
-    return proc.stdout
+    return proc.stdout + proc.stderr  # a `next:` line beside the output is on stderr
+
+
+# where an instruction begins in an answer's words: `waypost` and a verb, to the line's end
+INSTRUCTION = re.compile(r"waypost (?:heartbeat|artifact add|evidence run|ready|review|"
+                         r"approve|deliver|inbox|unblock|resume|claim) .*")
 
 
 def commands_in(text: str) -> list[str]:
-    """Every `waypost …` command line an answer names, from its first `waypost ` word."""
-    found = []
-    for line in text.splitlines():
-        at = line.find("waypost ", line.find(":") + 1 if line.lstrip().startswith(
-            ("next:", "Record", "When")) else 0)
-        while at != -1 and not line[at:].startswith(("waypost heartbeat", "waypost artifact",
-                                                     "waypost evidence", "waypost ready",
-                                                     "waypost review", "waypost approve",
-                                                     "waypost deliver", "waypost inbox",
-                                                     "waypost unblock", "waypost resume")):
-            at = line.find("waypost ", at + 1)
-        if at != -1:
-            found.append(line[at:])
-    return found
+    """Every `waypost …` command line an answer names, in order."""
+    return [m.group(0) for m in INSTRUCTION.finditer(text)]
 
 
 def hook(cwd: Path, event: str, session: str, **env: str) -> dict[str, object]:

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import click
 
-from waypost.cli.context import Ctx, verb
+from waypost.cli.context import Ctx, echo, verb
 from waypost.core.gates import GateVerdict, unmet
 from waypost.errors import RuleViolation, step
 from waypost.usecases.commands import command
@@ -42,10 +42,10 @@ def review(ctx: Ctx, run_id: str, cwd: str | None) -> None:
     """
     packet, report = ctx.run(run_id).review(config=ctx.config, cwd=cwd)
     verdict = "approvable" if report.approvable else "NOT approvable: a required gate did not pass"
-    then = (f"\nnext: {command(step('approve', run_id, actor=ctx.actor))}"
-            if report.approvable else "")
     ctx.emit(report, f"{run_id} review {report.review} by {report.by}: {verdict}\n"
-             + verdict_table(report.gates) + then)
+             + verdict_table(report.gates))
+    if report.approvable and not ctx.json:  # the next command, beside the output
+        echo(f"next: {command(step('approve', run_id, actor=ctx.actor))}", err=True)
     if not report.approvable:
         missing = unmet(report.gates)
         failed = ", ".join(v.gate for v in missing)
@@ -78,8 +78,9 @@ def approve(ctx: Ctx, run_id: str, waives: Sequence[str]) -> None:
     waived = "".join(f"\n  waived {w.gate}: {w.reason}" for w in
                      (packet.approval.waivers if packet.approval else ()))
     ctx.emit({"run": run_id, "state": packet.state, "approval": packet.approval},
-             f"{run_id} {packet.state}{waived}\nnext: the relay sends the result once: "
-             + command(step("deliver")))
+             f"{run_id} {packet.state}{waived}")
+    if not ctx.json:
+        echo(f"next: the relay sends the result once: {command(step('deliver'))}", err=True)
 
 
 @click.command()
