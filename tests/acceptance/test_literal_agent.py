@@ -104,3 +104,45 @@ def test_a_literal_agent_drives_a_run_to_review_and_its_owner_to_the_delivery(
         inbox = execute(tmp_path, step[0])
     final = _run(tmp_path, [*WAYPOST, "inbox", "--as", "alice"]).stdout
     assert "delivered" in final, final
+
+
+def test_a_write_with_no_actor_says_once_whom_it_fell_back_to(tmp_path: Path) -> None:
+    import getpass
+
+    assert _run(tmp_path, [*WAYPOST, "init"]).returncode == 0
+    unnamed = _run(tmp_path, [*WAYPOST, "start", "Fix it", "--target", "none:"])
+    assert unnamed.returncode == 0, unnamed.stderr
+    told = [line for line in unnamed.stderr.splitlines() if "acting as" in line]
+    assert len(told) == 1, unnamed.stderr
+    assert getpass.getuser() in told[0]
+    assert "--as ACTOR" in told[0]
+    assert "export WAYPOST_ACTOR=ACTOR" in told[0]
+    run = unnamed.stdout.strip()
+    # named, by --as or by the environment: nothing is said; a read never says it
+    for argv, env in (([*WAYPOST, "heartbeat", run, "--as", getpass.getuser()], {}),
+                      ([*WAYPOST, "heartbeat", run], {"WAYPOST_ACTOR": getpass.getuser()}),
+                      ([*WAYPOST, "show", run], {})):
+        proc = _run(tmp_path, argv, **env)
+        assert proc.returncode == 0, proc.stderr
+        assert "acting as" not in proc.stderr, argv
+
+
+def test_a_refusal_is_written_for_the_caller_and_never_hands_on_a_fenced_epoch(
+        tmp_path: Path) -> None:
+    assert _run(tmp_path, [*WAYPOST, "init"]).returncode == 0
+    run = _run(tmp_path, [*WAYPOST, "start", "Fix it", "--target", "none:", "--worker", "w1",
+                          "--as", "alice"]).stdout.strip()
+    blocked = _run(tmp_path, [*WAYPOST, "block", run, "--kind", "failed_command", "--detail",
+                              "make failed", "--as", "w1", "--epoch", "1"])
+    assert blocked.returncode == 0, blocked.stderr
+    refused = _run(tmp_path, [*WAYPOST, "ready", run, "--summary", "done", "--as", "w1",
+                              "--epoch", "1"])
+    assert refused.returncode == 3
+    told = commands_in(refused.stderr)
+    assert told, refused.stderr
+    assert told[0].endswith("--as w1 --epoch 1"), told[0]
+    # a newer process of w1 fences epoch 1: the fenced one is not handed an epoch
+    assert _run(tmp_path, [*WAYPOST, "claim", run, "--as", "w1"]).returncode == 0
+    fenced = _run(tmp_path, [*WAYPOST, "heartbeat", run, "--as", "w1", "--epoch", "1"])
+    assert fenced.returncode == 3
+    assert "--epoch" not in fenced.stderr, fenced.stderr
