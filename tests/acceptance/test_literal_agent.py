@@ -15,7 +15,14 @@ import re
 import shlex
 import subprocess
 import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
 
 WAYPOST = [sys.executable, "-m", "waypost"]
 HANG_GUARD = 60
@@ -146,3 +153,79 @@ def test_a_refusal_is_written_for_the_caller_and_never_hands_on_a_fenced_epoch(
     fenced = _run(tmp_path, [*WAYPOST, "heartbeat", run, "--as", "w1", "--epoch", "1"])
     assert fenced.returncode == 3
     assert "--epoch" not in fenced.stderr, fenced.stderr
+
+
+# --- the same agent over MCP: the official client over stdio, one server per actor --------
+
+# what the agent fills in, by the argument a `next_call` names in `fill`; nothing else
+FILL_ARGUMENTS: dict[str, Any] = {"summary": FILL["TEXT"], "command": [FILL["CMD"]],
+                                  "resolution": FILL["TEXT"]}
+
+
+@asynccontextmanager
+async def mcp_server(cwd: Path, actor: str) -> AsyncIterator[ClientSession]:
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "waypost", "mcp", "--as", actor],
+        env={**_env(), "PYTHONPATH": os.pathsep.join(sys.path)}, cwd=str(cwd))
+    with (cwd / f"mcp-{actor}.log").open("w") as errlog:
+        async with stdio_client(params, errlog=errlog) as (read, write), \
+                ClientSession(read, write) as session:
+            await session.initialize()
+            yield session
+
+
+async def call_as_told(session: ClientSession, tool: str,
+                       arguments: dict[str, Any]) -> dict[str, Any]:
+    """Call exactly the tool and arguments named; refused: the test fails."""
+    result = await session.call_tool(tool, arguments)
+    said = result.structured_content or {}
+    assert not result.is_error, f"refused as told: {tool}({arguments}): {said}"
+    return said
+
+
+def told_call(said: dict[str, Any], actor: str) -> tuple[str, dict[str, Any]] | None:
+    """The call an answer names for `actor`, its `fill` filled in; None: nothing is theirs."""
+    then = said.get("next_call")
+    if not then or then["actor"] not in (None, actor) or then["tool"] is None:
+        return None
+    missing = [name for name in then["fill"] if name not in FILL_ARGUMENTS]
+    assert not missing, then
+    return then["tool"], {**then["arguments"],
+                          **{name: FILL_ARGUMENTS[name] for name in then["fill"]}}
+
+
+def test_the_literal_agent_does_the_same_through_mcp(tmp_path: Path) -> None:
+    assert _run(tmp_path, [*WAYPOST, "init"]).returncode == 0
+    run = _run(tmp_path, [*WAYPOST, "start", "Fix the flaky test", "--target", "none:",
+                          "--worker", "w1", "--gate", "tests=command:true", "--as",
+                          "alice"]).stdout.strip()
+
+    async def scenario() -> None:
+        async with mcp_server(tmp_path, "w1") as worker:
+            said = await call_as_told(worker, "checkpoint_status", {"run": run})
+            for _ in range(MAX_TURNS):
+                told = told_call(said, "w1")
+                if told is None:
+                    break
+                said = await call_as_told(worker, *told)
+            else:
+                raise AssertionError("the answers never stopped naming a next call")
+            assert said.get("state") == "ready_for_review", said
+        async with mcp_server(tmp_path, "alice") as owner:
+            said = await call_as_told(owner, "inbox", {})
+            for verb in ("review", "approve"):
+                told = told_call(said, "alice")
+                assert told is not None, said
+                assert told[0] == verb, told
+                said = await call_as_told(owner, *told)
+            # what is left is the relay's, not a tool's: it runs as a daemon does
+            assert said["next_call"]["verb"] == "deliver", said
+            assert _run(tmp_path, [*WAYPOST, "deliver", "--once"]).returncode == 0
+            news = await call_as_told(owner, "inbox", {})
+            assert "delivered" in [item["topic"] for item in news["items"]], news
+
+    async def bounded() -> None:
+        with anyio.fail_after(120):
+            await scenario()
+
+    anyio.run(bounded)

@@ -63,8 +63,8 @@ def _said(s: Step, to: Addressee | None) -> str:
     return command(s, epoch=to.epoch if to is not None else None)
 
 
-def _to(verb: str, run: str, to: Addressee | None, **kw: object) -> Step:
-    return step(verb, run, actor=to.actor if to is not None else None, **kw)  # type: ignore[arg-type]
+def _to(verb: str, run: str, to: Addressee | None, **kw: str) -> Step:
+    return step(verb, run, actor=to.actor if to is not None else None, **kw)
 
 
 def decide_stop(packet: Packet | None, session: str, *, require_run: bool = False,
@@ -123,18 +123,48 @@ def _named(blockers: Sequence[Blocker]) -> str:
 
 def _next_step(packet: Packet, to: Addressee | None) -> str:
     """The one command that moves an in-progress run toward its result packet."""
+    then = advance(packet, to.actor if to is not None else None)
+    said = f"{then.why}: {_said(then, to)}"
+    if then.verb == "ready":  # the artifacts recorded, named for the result
+        said += "".join(f" --artifact {shlex.quote(a.name)}" for a in packet.artifacts)
+    return said
+
+
+def advance(packet: Packet, actor: str | None = None) -> Step:
+    """The one step that moves an in-progress run toward its result packet, for `actor`
+    (None: whoever takes it): the evidence or artifact a required gate still lacks, some
+    evidence, else the result."""
     run = packet.id
     for missing in missing_gate_evidence(packet):
         kind, _, arg = missing.partition(":")
         if kind == "command":
-            return "Record the gate's evidence: " + _said(
-                _to("evidence", run, to, command=arg), to)
-        return "Record the artifact the gate checks: " + _said(
-            _to("artifact", run, to, name=arg, role="result", fill=["content"]), to)
+            return step("evidence", run, actor=actor, command=arg,
+                        why="Record the gate's evidence")
+        return step("artifact", run, actor=actor, name=arg, role="result", fill=["content"],
+                    why="Record the artifact the gate checks")
     if not packet.evidence:
-        return "Record evidence first: " + _said(_to("evidence", run, to), to)
-    artifacts = "".join(f" --artifact {shlex.quote(a.name)}" for a in packet.artifacts)
-    return "When the work is done, submit it: " + _said(_to("ready", run, to), to) + artifacts
+        return step("evidence", run, actor=actor, why="Record evidence first")
+    return step("ready", run, actor=actor, why="When the work is done, submit it")
+
+
+def then_for(packet: Packet, actor: str) -> Step | None:
+    """What `actor` does next on the run, as a step (None: nothing of theirs): its worker
+    moves it toward the result or out of the worker's own blocker; its owner reviews a
+    result, and has an approved one delivered."""
+    lease = packet.worker
+    works = lease is not None and lease.actor == actor
+    if packet.state is State.IN_PROGRESS and works:
+        return advance(packet, actor)
+    if packet.state is State.BLOCKED and works:
+        mine = [b for b in packet.open_blockers if b.kind in WORKER_RESOLVES]
+        if mine:
+            return step("unblock", packet.id, actor=actor, blocker=mine[0].id,
+                        why="resolve it, then")
+    if packet.state is State.READY_FOR_REVIEW and packet.owner == actor:
+        return step("review", packet.id, actor=actor, why="review the result")
+    if packet.state is State.APPROVED and packet.owner == actor:
+        return step("deliver", why="the relay sends the result once")
+    return None
 
 
 def missing_gate_evidence(packet: Packet) -> list[str]:
