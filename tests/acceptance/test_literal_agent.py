@@ -229,3 +229,19 @@ def test_the_literal_agent_does_the_same_through_mcp(tmp_path: Path) -> None:
             await scenario()
 
     anyio.run(bounded)
+
+
+def test_a_write_as_no_one_is_not_told_to_take_a_live_lease_it_cannot_take(
+        tmp_path: Path) -> None:
+    """The instruction without --as, run by an agent with no WAYPOST_ACTOR: refused as the
+    user's name, the refusal says whom it fell back to and names no claim (a live lease is
+    the owner's to hand over), so nothing it says is refused in turn."""
+    assert _run(tmp_path, [*WAYPOST, "init"]).returncode == 0
+    run = _run(tmp_path, [*WAYPOST, "start", "Fix it", "--target", "none:", "--worker", "w1",
+                          "--as", "alice"]).stdout.strip()
+    refused = _run(tmp_path, [*WAYPOST, "evidence", "run", run, "--", "true"])
+    assert refused.returncode == 3
+    assert "acting as" in refused.stderr
+    assert "waypost claim" not in refused.stderr, refused.stderr
+    assert "--as" not in refused.stderr.split("next:", 1)[1].replace("--as ACTOR", ""), (
+        refused.stderr)  # never a command to run as someone else
