@@ -245,3 +245,21 @@ def test_a_write_as_no_one_is_not_told_to_take_a_live_lease_it_cannot_take(
     assert "waypost claim" not in refused.stderr, refused.stderr
     assert "--as" not in refused.stderr.split("next:", 1)[1].replace("--as ACTOR", ""), (
         refused.stderr)  # never a command to run as someone else
+
+
+def test_a_session_whose_lease_was_taken_over_is_handed_no_one_elses_name_or_epoch(
+        tmp_path: Path) -> None:
+    assert _run(tmp_path, [*WAYPOST, "init"]).returncode == 0
+    run = _run(tmp_path, [*WAYPOST, "start", "Fix it", "--target", "none:", "--worker", "w1",
+                          "--session", "s-w1", "--as", "alice"]).stdout.strip()
+    said = hook(tmp_path, "Stop", "s-w1")
+    assert "--as w1 --epoch 1" in str(said["reason"]), said
+    assert _run(tmp_path, [*WAYPOST, "claim", run, "--as", "alice"]).returncode == 0
+    said = hook(tmp_path, "Stop", "s-w1")
+    assert said["decision"] == "block", said
+    assert "--as alice" not in str(said["reason"]), said
+    assert "--epoch" not in str(said["reason"]), said
+    # a session that says who it is is written for itself, with no epoch it does not hold
+    said = hook(tmp_path, "Stop", "s-w1", WAYPOST_ACTOR="w1")
+    assert "--as w1" in str(said["reason"]), said
+    assert "--epoch" not in str(said["reason"]), said

@@ -45,14 +45,16 @@ class Addressee(msgspec.Struct, frozen=True, kw_only=True):
     epoch: int | None = None
 
 
-def addressee(packet: Packet, reader: str | None) -> Addressee:
+def addressee(packet: Packet, reader: str | None, *,
+              changed_hands: bool = False) -> Addressee:
     """Who the agent of the run's session is. A run's session is its worker's (`start
     --worker W --session S`, or `WAYPOST_RUN` in the worker's host), so the lease holder,
     at the lease's epoch; unless the session says it acts as someone else
     (`WAYPOST_ACTOR`, a token's holder): then that actor, and no epoch, which is never
-    handed to whom does not hold it."""
+    handed to whom does not hold it. A lease another actor took over (`changed_hands`)
+    may be held in another session: then a session that names no actor is told none."""
     lease = packet.worker
-    if lease is None:
+    if lease is None or (reader is None and changed_hands):
         return Addressee(actor=reader)
     if reader is None or reader == lease.actor:
         return Addressee(actor=lease.actor, epoch=lease.epoch)
