@@ -101,7 +101,7 @@ def test_a_run_with_no_result_packet_is_refused_in_the_hosts_format(project: Pat
     run = started(project, gates=[parse_gate("tests=command:true")])
     reason = stop(project, host)
     assert reason is not None
-    assert f"waypost evidence run {run.id} -- true" in reason
+    assert f"waypost evidence run {run.id} --as w1 --epoch 1 -- true" in reason
 
 
 @pytest.mark.parametrize("host", HOSTS)

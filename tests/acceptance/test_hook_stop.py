@@ -64,7 +64,7 @@ def test_blocks_a_run_with_no_result_packet_naming_the_next_command(project: Pat
     assert code == 0
     assert said is not None
     assert said["decision"] == "block"
-    assert f"waypost evidence run {run.id} -- true" in said["reason"]
+    assert f"waypost evidence run {run.id} --as w1 --epoch 1 -- true" in said["reason"]
 
 
 def test_names_ready_once_the_evidence_is_there(project: Path) -> None:

@@ -81,7 +81,7 @@ REFUSALS: list[tuple[str, Actor, Setup, Callable[[World, Ctx], Ctx], str, dict[s
     ("a stranger takes a live lease", Actor.STRANGER, Setup.WORKING, lambda w, c: c,
      "claim", {}, "claim", {}, "transfer"),
     ("w1 writes after the owner took the lease", Actor.WORKER, Setup.WORKING, _took_over,
-     "heartbeat", {"note": "still here"}, "heartbeat", {"note": "still here"}, "claim"),
+     "heartbeat", {"note": "still here"}, "heartbeat", {"note": "still here"}, "read"),
     ("w1 resolves the silence itself", Actor.WORKER, Setup.SILENT, lambda w, c: c,
      "unblock", {"resolution": "I am back"}, "unblock", {"resolution": "I am back"},
      "resume"),

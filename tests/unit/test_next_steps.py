@@ -174,9 +174,21 @@ def test_an_epoch_no_claim_gave_is_not_answered_with_the_current_one() -> None:
     _never_claim_nor_epoch(exc, 1)
 
 
-def test_a_worker_that_does_not_hold_the_lease_is_told_to_claim_it() -> None:
+def test_a_worker_that_does_not_hold_a_live_lease_is_not_told_to_claim_it() -> None:
+    """A live lease is the owner's, or its nominee's, to take over: a claim would be
+    refused in turn, so the refusal names a look and whom to ask."""
     held = move(started(), Claimed(epoch=1), actor="w1")
     exc = refusal(held, Heartbeat(), actor="w2")
+    assert isinstance(exc, StaleLease)
+    assert exc.hint.startswith("ask w1 or the owner alice (a live lease")
+    assert [s.verb for s in exc.steps] == ["read"]
+
+
+def test_a_worker_the_owner_named_for_the_takeover_is_told_to_claim_it() -> None:
+    held = move(started(), Claimed(epoch=1), actor="w1")
+    named = move(held, AuthorityTransferred(authority=Authority.TAKEOVER, to="w2"),
+                 actor="alice")
+    exc = refusal(named, Heartbeat(), actor="w2")
     assert isinstance(exc, StaleLease)
     assert exc.hint == "ask w1 or the owner alice"
     assert cli_steps.hint(exc) == (f"ask w1 or the owner alice; to take it over: "

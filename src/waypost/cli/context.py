@@ -19,7 +19,8 @@ import os
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, TextIO, TypeVar, cast
+from contextvars import ContextVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TextIO, TypeVar, cast
 
 import msgspec
 
@@ -198,6 +199,17 @@ def _value(opt: Opt, given: list[Any] | None, environ: Mapping[str, str]) -> Any
 
 
 # --- the context ------------------------------------------------------------------------
+class Caller(NamedTuple):
+    """Who the refused command acted as, by name, on which run, with which epoch."""
+
+    actor: str
+    run: str
+    epoch: int | None
+
+
+CALLER: ContextVar[Caller | None] = ContextVar("waypost_cli_caller", default=None)
+
+
 class Ctx:
     """What every verb gets: the store (opened lazily), the actor, the output mode."""
 
@@ -209,6 +221,8 @@ class Ctx:
             self.actor = inputs.name(os.environ["WAYPOST_ACTOR"], "WAYPOST_ACTOR")
         else:
             self.actor = _user_name()
+        self.fell_back = actor is None and os.environ.get("WAYPOST_ACTOR") is None
+        self.named = not self.fell_back  # the actor was named (--as, WAYPOST_ACTOR)
         self.json = as_json
         self._store: Store | None = None
 
@@ -225,11 +239,24 @@ class Ctx:
 
         return load_config()
 
-    def run(self, run_id: str, epoch: int | None = None) -> Run:
+    def acting(self) -> str:
+        """The actor of a write; a fallback to the user's name is said on stderr, once."""
+        if self.fell_back:
+            from waypost.usecases.commands import fallback_notice
+
+            echo(fallback_notice(self.actor), err=True)
+            self.fell_back = False
+        return self.actor
+
+    def run(self, run_id: str, epoch: int | None = None, *, writes: bool = True) -> Run:
         from waypost.usecases.runs import Run
 
+        if writes:
+            self.acting()
         if epoch is None and os.environ.get("WAYPOST_EPOCH"):
             epoch = inputs.epoch(os.environ["WAYPOST_EPOCH"], "WAYPOST_EPOCH")
+        if self.named:  # a refusal's next steps are then written for this caller
+            CALLER.set(Caller(actor=self.actor, run=run_id, epoch=epoch))
         return Run(self.store, run_id, actor=self.actor, epoch=epoch)
 
     def emit(self, document: Any, text: str | Callable[[], str]) -> None:

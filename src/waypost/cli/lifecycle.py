@@ -76,7 +76,7 @@ def start(ctx: Ctx, title: str, owner: str | None, target: str | None, notify: s
         deadline=deadline, heartbeat_interval=heartbeat_interval, max_silence=max_silence,
         review_within=review_within, gates=gates, worker=worker,
         idempotency_key=idempotency_key, session=session, config=ctx.config)
-    run, created = starting.start(ctx.store, spec, actor=ctx.actor, config=ctx.config)
+    run, created = starting.start(ctx.store, spec, actor=ctx.acting(), config=ctx.config)
     packet = run.packet
     warnings = _credential_warnings(target, notify)
     for warning in warnings:

@@ -53,7 +53,7 @@ def artifact_get(ctx: Ctx, run_id: str, name: str, output: str | None, force: bo
     # where it goes is decided before the bytes are read (a refusal costs no blob read)
     target = None if output == "-" else artifacts.destination(name, output, run_id=run_id,
                                                                force=force)
-    recorded, data = ctx.run(run_id).artifact(name)
+    recorded, data = ctx.run(run_id, writes=False).artifact(name)
     if output == "-" and ctx.json:  # one JSON document, as every verb prints: never raw bytes
         ctx.emit({"run": run_id, "artifact": recorded.name, "sha256": recorded.sha256,
                   "bytes": len(data), **_content(data)}, "")

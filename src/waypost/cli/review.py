@@ -9,9 +9,10 @@ from collections.abc import Sequence
 
 import click
 
-from waypost.cli.context import Ctx, verb
+from waypost.cli.context import Ctx, echo, verb
 from waypost.core.gates import GateVerdict, unmet
-from waypost.errors import RuleViolation
+from waypost.errors import RuleViolation, step
+from waypost.usecases.commands import command
 
 
 def _row(v: GateVerdict) -> tuple[str, str, str, str, str]:
@@ -43,6 +44,8 @@ def review(ctx: Ctx, run_id: str, cwd: str | None) -> None:
     verdict = "approvable" if report.approvable else "NOT approvable: a required gate did not pass"
     ctx.emit(report, f"{run_id} review {report.review} by {report.by}: {verdict}\n"
              + verdict_table(report.gates))
+    if report.approvable and not ctx.json:  # the next command, beside the output
+        echo(f"next: {command(step('approve', run_id, actor=ctx.actor))}", err=True)
     if not report.approvable:
         missing = unmet(report.gates)
         failed = ", ".join(v.gate for v in missing)
@@ -76,6 +79,8 @@ def approve(ctx: Ctx, run_id: str, waives: Sequence[str]) -> None:
                      (packet.approval.waivers if packet.approval else ()))
     ctx.emit({"run": run_id, "state": packet.state, "approval": packet.approval},
              f"{run_id} {packet.state}{waived}")
+    if not ctx.json:
+        echo(f"next: the relay sends the result once: {command(step('deliver'))}", err=True)
 
 
 @click.command()
@@ -117,5 +122,5 @@ def inbox(ctx: Ctx, ack: bool) -> None:
     """
     from waypost.usecases import inbox as inboxes
 
-    found = inboxes.read(ctx.store, ctx.actor, ack=ack)
+    found = inboxes.read(ctx.store, ctx.acting() if ack else ctx.actor, ack=ack)
     ctx.emit(found, lambda: inboxes.text(found))

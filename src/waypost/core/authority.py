@@ -145,11 +145,20 @@ def _check_worker(packet: Packet, event: Event, move: Move) -> None:
             steps=[step("read", packet.id, why="see where the run stands")],
         )
     if lease is not None:
+        # a claim is named only where it would be taken: a live lease is the owner's, or
+        # its nominee's, to take over; anyone else is told to look and ask, and never
+        # handed a command to run as someone else
+        may_claim = (not lease_is_live(packet, event.at)
+                     or holds_authority(packet, event.actor, Authority.TAKEOVER))
         raise StaleLease(
             f"{event.actor} does not hold the lease on {packet.id}: {lease.actor} took it "
             f"(epoch {lease.epoch}) at {lease.acquired_at:%Y-%m-%d %H:%M:%S}Z",
-            hint=f"ask {lease.actor} or the owner {packet.owner}",
-            steps=[step("claim", packet.id, actor=event.actor, why="to take it over")],
+            hint=f"ask {lease.actor} or the owner {packet.owner}" + (
+                "" if may_claim else " (a live lease: only the owner, or whom the owner "
+                "names with transfer --authority takeover, may take it over)"),
+            steps=[step("claim", packet.id, actor=event.actor, why="to take it over")]
+            if may_claim else
+            [step("read", packet.id, why="see who holds the lease")],
         )
     raise NotAuthorized(
         f"{event.actor} may not {move} run {packet.id}: it is neither the owner "

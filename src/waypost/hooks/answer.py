@@ -38,6 +38,7 @@ from waypost.core import access
 from waypost.core.access import Operation
 from waypost.durations import utcnow
 from waypost.errors import NotAuthorized, NotFound, Refused, Unauthenticated, WaypostError
+from waypost.events import Claimed
 from waypost.hooks import decide, hosts
 from waypost.hooks.cap import MemoryTally, SettingsTally, Tally, capped, counted, setting_name
 from waypost.hooks.decide import Context, StopDecision
@@ -277,7 +278,8 @@ def _run_context(store: Store, call: HookCall, grant: Grant | None, terms: Terms
         from waypost.usecases.handoff import brief, brief_text
 
         return Context(text=brief_text(brief(packet, store.events(packet.id)), now))
-    return Context(text=decide.status_line(packet))
+    return Context(text=decide.status_line(packet, _addressee(store, packet, call, grant,
+                                                                terms)))
 
 
 def _session_packet(store: Store, session: str | None) -> Packet | None:
@@ -343,7 +345,8 @@ def _run_stop(store: Store, call: HookCall, packet: Packet, grant: Grant | None,
               memory: Tally | None, terms: Terms) -> StopDecision:
     turn = decide.turn_key(call.turn, packet.version) if call.turn else None
     if grant is None or may_write(grant, packet):  # who may write the run may read it
-        return capped(store, packet, decision_of(packet, call), cap=terms.cap, turn=turn,
+        return capped(store, packet, decision_of(store, packet, call, grant, terms), cap=terms.cap,
+                      turn=turn,
                       actor=grant.holder if grant is not None else None)
     assert memory is not None  # a grant comes with a remote caller's tally
     try:
@@ -351,12 +354,30 @@ def _run_stop(store: Store, call: HookCall, packet: Packet, grant: Grant | None,
     except NotAuthorized as exc:  # counted all the same: such a token never gets further
         refused = StopDecision(block=True, reason=f"waypost: {exc.message}{_next(exc)}")
         return _count_for_reader(memory, call, grant, refused, None, terms.cap, turn)
-    return _count_for_reader(memory, call, grant, decision_of(packet, call), packet.id,
-                             terms.cap, turn)
+    return _count_for_reader(memory, call, grant, decision_of(store, packet, call, grant, terms),
+                             packet.id, terms.cap, turn)
 
 
-def decision_of(packet: Packet, call: HookCall) -> StopDecision:
-    return decide.decide_stop(packet, call.session)
+def decision_of(store: Store, packet: Packet, call: HookCall, grant: Grant | None = None,
+                terms: Terms | None = None) -> StopDecision:
+    return decide.decide_stop(packet, call.session,
+                              to=_addressee(store, packet, call, grant, terms))
+
+
+def _addressee(store: Store, packet: Packet, call: HookCall, grant: Grant | None,
+               terms: Terms | None) -> decide.Addressee:
+    """Whom the session's instructions are for: its run's session is the run's worker's,
+    unless the session acts as someone else (a token's holder, `WAYPOST_ACTOR`), or the
+    lease changed hands between actors since (read from the run's claims, only when the
+    lease was claimed more than once). A subagent's run is its own, with its own lease."""
+    reader = grant.holder if grant is not None else (terms.reader if terms else None)
+    if call.event == "subagent-stop" and grant is None:
+        reader = None  # the session's actor is the parent's; a subagent's run is its own
+    lease = packet.worker
+    changed = (reader is None and lease is not None and lease.epoch > 1
+               and any(isinstance(e.data, Claimed) and e.data.took_over_from
+                       for e in store.events(packet.id)))
+    return decide.addressee(packet, reader, changed_hands=changed)
 
 
 def _count_for_reader(memory: Tally, call: HookCall, grant: Grant, decision: StopDecision,

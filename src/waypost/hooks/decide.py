@@ -17,7 +17,9 @@ import msgspec
 
 from waypost.core.authority import OWNER_RESOLVES, RESUME_RESOLVES, WORKER_RESOLVES
 from waypost.display import one_line
+from waypost.errors import Step, step
 from waypost.model import TERMINAL, Blocker, Packet, State, Verdict
+from waypost.usecases.commands import command
 
 # who resolves which blocker is `core.authority`'s table; the session's own agent resolves
 # the worker's kinds, and a silent worker's blocker with `resume`, which it can run
@@ -35,11 +37,44 @@ class Context(msgspec.Struct, frozen=True, kw_only=True):
     text: str | None  # what the agent is told (None: nothing), at a session's start or a prompt
 
 
-def decide_stop(packet: Packet | None, session: str, *,
-                require_run: bool = False) -> StopDecision:
+class Addressee(msgspec.Struct, frozen=True, kw_only=True):
+    """Whom a session's instructions are written for: `--as actor`, and `--epoch epoch`
+    only when the session holds the lease at that epoch (None: it is not known to)."""
+
+    actor: str | None
+    epoch: int | None = None
+
+
+def addressee(packet: Packet, reader: str | None, *,
+              changed_hands: bool = False) -> Addressee:
+    """Who the agent of the run's session is. A run's session is its worker's (`start
+    --worker W --session S`, or `WAYPOST_RUN` in the worker's host), so the lease holder,
+    at the lease's epoch; unless the session says it acts as someone else
+    (`WAYPOST_ACTOR`, a token's holder): then that actor, and no epoch, which is never
+    handed to whom does not hold it. A lease another actor took over (`changed_hands`)
+    may be held in another session: then a session that names no actor is told none."""
+    lease = packet.worker
+    if lease is None or (reader is None and changed_hands):
+        return Addressee(actor=reader)
+    if reader is None or reader == lease.actor:
+        return Addressee(actor=lease.actor, epoch=lease.epoch)
+    return Addressee(actor=reader)
+
+
+def _said(s: Step, to: Addressee | None) -> str:
+    return command(s, epoch=to.epoch if to is not None else None)
+
+
+def _to(verb: str, run: str, to: Addressee | None, **kw: str) -> Step:
+    return step(verb, run, actor=to.actor if to is not None else None, **kw)
+
+
+def decide_stop(packet: Packet | None, session: str, *, require_run: bool = False,
+                to: Addressee | None = None) -> StopDecision:
     """May the agent of `session` stop, given its run's packet (None: it has no run)? A
     project that requires a run for every session (`[hooks] require_run`) refuses a stop
-    with none, naming the command that starts one."""
+    with none, naming the command that starts one. Each command named is written for `to`
+    (`addressee`), so that it runs as written."""
     if packet is None:
         if require_run:
             return StopDecision(block=True, reason=(
@@ -52,9 +87,9 @@ def decide_stop(packet: Packet | None, session: str, *,
         return StopDecision(block=False, reason=f"waypost: run {run} is {packet.state}: "
                             f"{_after_ready(packet)}")
     if packet.state is State.BLOCKED:
-        return _decide_blocked(packet)
+        return _decide_blocked(packet, to)
     return StopDecision(block=True, reason=f"waypost: run {run} is in_progress with no "
-                        f"result packet. {_next_step(packet)}")
+                        f"result packet. {_next_step(packet, to)}")
 
 
 def _after_ready(packet: Packet) -> str:
@@ -63,14 +98,15 @@ def _after_ready(packet: Packet) -> str:
     return "nothing is left for the agent to do; it may stop"
 
 
-def _decide_blocked(packet: Packet) -> StopDecision:
+def _decide_blocked(packet: Packet, to: Addressee | None) -> StopDecision:
     mine = [b for b in packet.open_blockers if b.kind in AGENT_RESOLVES
             and not b.detail.startswith(CAP_MARK)]
     if mine:
         first = mine[0]
-        fix = (f"waypost resume {packet.id}" if first.kind in RESUME_RESOLVES
-               else f"resolve it, then: waypost unblock {packet.id} {first.id} "
-               "--resolution TEXT")
+        # a resume starts a new lease: it never carries the old one's epoch
+        fix = (command(_to("resume", packet.id, to)) if first.kind in RESUME_RESOLVES
+               else "resolve it, then: " + _said(_to("unblock", packet.id, to,
+                                                      blocker=first.id), to))
         return StopDecision(block=True, reason=(
             f"waypost: run {packet.id} is blocked by {_named(mine)}, which the worker "
             f"resolves: {fix}"))
@@ -87,20 +123,50 @@ def _named(blockers: Sequence[Blocker]) -> str:
     return "; ".join(f"{b.id} ({b.kind}: {b.detail})" for b in blockers)
 
 
-def _next_step(packet: Packet) -> str:
+def _next_step(packet: Packet, to: Addressee | None) -> str:
     """The one command that moves an in-progress run toward its result packet."""
+    then = advance(packet, to.actor if to is not None else None)
+    said = f"{then.why}: {_said(then, to)}"
+    if then.verb == "ready":  # the artifacts recorded, named for the result
+        said += "".join(f" --artifact {shlex.quote(a.name)}" for a in packet.artifacts)
+    return said
+
+
+def advance(packet: Packet, actor: str | None = None) -> Step:
+    """The one step that moves an in-progress run toward its result packet, for `actor`
+    (None: whoever takes it): the evidence or artifact a required gate still lacks, some
+    evidence, else the result."""
     run = packet.id
     for missing in missing_gate_evidence(packet):
         kind, _, arg = missing.partition(":")
         if kind == "command":
-            return f"Record the gate's evidence: waypost evidence run {run} -- {arg}"
-        return (f"Record the artifact the gate checks: waypost artifact add {run} "
-                f"{shlex.quote(arg)} --role result")
+            return step("evidence", run, actor=actor, command=arg,
+                        why="Record the gate's evidence")
+        return step("artifact", run, actor=actor, name=arg, role="result", fill=["content"],
+                    why="Record the artifact the gate checks")
     if not packet.evidence:
-        return f"Record evidence first: waypost evidence run {run} -- CMD ARGS..."
-    artifacts = " ".join(f"--artifact {shlex.quote(a.name)}" for a in packet.artifacts)
-    return (f"When the work is done, submit it: waypost ready {run} --summary TEXT"
-            + (f" {artifacts}" if artifacts else ""))
+        return step("evidence", run, actor=actor, why="Record evidence first")
+    return step("ready", run, actor=actor, why="When the work is done, submit it")
+
+
+def then_for(packet: Packet, actor: str) -> Step | None:
+    """What `actor` does next on the run, as a step (None: nothing of theirs): its worker
+    moves it toward the result or out of the worker's own blocker; its owner reviews a
+    result, and has an approved one delivered."""
+    lease = packet.worker
+    works = lease is not None and lease.actor == actor
+    if packet.state is State.IN_PROGRESS and works:
+        return advance(packet, actor)
+    if packet.state is State.BLOCKED and works:
+        mine = [b for b in packet.open_blockers if b.kind in WORKER_RESOLVES]
+        if mine:
+            return step("unblock", packet.id, actor=actor, blocker=mine[0].id,
+                        why="resolve it, then")
+    if packet.state is State.READY_FOR_REVIEW and packet.owner == actor:
+        return step("review", packet.id, actor=actor, why="review the result")
+    if packet.state is State.APPROVED and packet.owner == actor:
+        return step("deliver", why="the relay sends the result once")
+    return None
 
 
 def missing_gate_evidence(packet: Packet) -> list[str]:
@@ -144,11 +210,11 @@ def start_command(session: str) -> str:
     return f"waypost start TITLE --target URI --session {shlex.quote(session)}"
 
 
-def status_line(packet: Packet) -> str:
+def status_line(packet: Packet, to: Addressee | None = None) -> str:
     """The run in one line: where it stands and the next command (a prompt's context)."""
     run = f"waypost: run {packet.id} ({packet.title})"
     if packet.state in (State.IN_PROGRESS, State.BLOCKED):
-        said = decide_stop(packet, "").reason.removeprefix(f"waypost: run {packet.id} ")
+        said = decide_stop(packet, "", to=to).reason.removeprefix(f"waypost: run {packet.id} ")
         line = f"{run} {said}"
     elif packet.state is State.READY_FOR_REVIEW:
         line = f"{run} is ready_for_review: the result waits for {packet.owner}'s review"

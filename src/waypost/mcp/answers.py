@@ -18,7 +18,7 @@ from mcp.server import MCPServer
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 
 from waypost.errors import InvalidInput, Step, StoreBusy, WaypostError
-from waypost.model import to_json
+from waypost.model import Packet, to_json
 
 logger = logging.getLogger("waypost.mcp")
 
@@ -146,6 +146,15 @@ def next_call(step: Step) -> dict[str, Any]:
     arguments = given if step.run is None else {"run": step.run} | given
     return {"tool": tool_of(step), "verb": step.verb, "arguments": arguments, "fill": fill,
             "actor": step.actor}
+
+
+def then_call(packet: Packet, actor: str) -> dict[str, Any]:
+    """`{"next_call": …}`: what `actor` calls next on the run, as `next_call` words a step
+    (the house's rule, `hooks.decide.then_for`); `{}` when nothing is theirs to do."""
+    from waypost.hooks.decide import then_for
+
+    found = then_for(packet, actor)
+    return {} if found is None else {"next_call": next_call(found)}
 
 
 def call_text(step: Step) -> str:

@@ -13,7 +13,7 @@ from pydantic import Field
 
 from waypost import inputs, model
 from waypost.errors import InvalidInput
-from waypost.mcp.answers import answer, as_json
+from waypost.mcp.answers import answer, as_json, then_call
 from waypost.mcp.session import Session
 from waypost.mcp.shapes import (
     TEXT_CEILING,
@@ -64,7 +64,8 @@ def _add_artifact(session: Session) -> Any:
                                                  name=name, max_bytes=limit)
                 else:
                     packet = _add_inline(handle, name, role, content or "", limit)
-            return {"run": run, "artifact": _plain(packet.artifacts[-1]),
+            return then_call(packet, session.actor) | {
+                "run": run, "artifact": _plain(packet.artifacts[-1]),
                     "next": "name it in mark_ready's artifacts"}
 
         return answer("add_artifact", work)
@@ -120,7 +121,8 @@ def _run_evidence(session: Session) -> Any:
                     tail_bytes=session.config.output_tail_bytes,
                     max_output=session.config.max_output_bytes)
             return {"run": run, "evidence": _plain(packet.evidence[-1]),
-                    "next": "mark_ready when the evidence shows the work is done"}
+                    "next": "mark_ready when the evidence shows the work is done",
+                    **then_call(packet, session.actor)}
 
         return answer("run_evidence", work)
 

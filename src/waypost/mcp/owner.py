@@ -13,11 +13,11 @@ from mcp.server import MCPServer
 from mcp.types import CallToolResult
 from pydantic import Field
 
-from waypost import model
+from waypost import errors, model
 from waypost.config import Config
 from waypost.core.gates import runs_at_review
 from waypost.core.targets import FORMS
-from waypost.mcp.answers import add_tools, answer, answer_async, as_json
+from waypost.mcp.answers import add_tools, answer, answer_async, as_json, next_call, then_call
 from waypost.mcp.session import Session
 from waypost.mcp.shapes import (
     TEXT_CEILING,
@@ -73,8 +73,10 @@ def _review(session: Session) -> Any:
                                           files=session.exposure.reads_files)
             step = ("approve" if report.approvable else
                     "request_changes with the failed gates, or approve with waivers")
+            then = ({"next_call": next_call(errors.step("approve", run, actor=session.actor))}
+                    if report.approvable else {})
             return {"run": run, "approvable": report.approvable, "report": as_json(report),
-                    "next": step}
+                    "next": step, **then}
 
         return answer("review", work)
 
@@ -97,7 +99,8 @@ def _approve(session: Session) -> Any:
             with session.store() as store:
                 packet = session.run(store, run).approve(waivers)
             return {"run": run, "state": packet.state, "approval": as_json(packet.approval),
-                    "next": "nothing: the relay (waypost deliver) sends the result once"}
+                    "next": "nothing: the relay (waypost deliver) sends the result once",
+                    **then_call(packet, session.actor)}
 
         return answer("approve", work)
 
@@ -260,7 +263,11 @@ def _inbox(session: Session) -> Any:
                                      config=session.config)
             step = ("nothing: these are acknowledged" if ack or not found.items else
                     "act on each item, then inbox with ack")
-            return {**as_json(found), "next": step}
+            ready = [i for i in found.items if i.topic == "ready_for_review"]
+            then = ({"next_call": next_call(errors.step(
+                "review", ready[-1].run_id, actor=session.actor, why="review the result"))}
+                if ready and not ack else {})
+            return {**as_json(found), "next": step, **then}
 
         return answer("inbox", work)
 

@@ -5,7 +5,7 @@ model's (a test holds them equal)."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, NotRequired
 
 from pydantic import Field
 from typing_extensions import TypedDict
@@ -30,6 +30,9 @@ KindName = Literal["bounded", "long_running"]
 StateName = Literal["in_progress", "blocked", "ready_for_review", "approved", "delivered",
                     "cancelled"]
 AuthorityName = Literal["approve", "deliver", "takeover"]
+# `next_call`: the next call as data, as a refusal's `next` is ({"tool", "verb",
+# "arguments", "fill", "actor"}); present when the answer knows what its reader (or, after
+# mark_ready, the owner) calls next
 # an actor's name, as every door bounds it (`waypost.inputs.name` decides the rest)
 ActorName = Annotated[str, Field(min_length=1, max_length=200)]
 
@@ -51,6 +54,7 @@ class Status(TypedDict):
 
     runs: list[dict[str, Any]]
     next: str
+    next_call: NotRequired[dict[str, Any]]
 
 
 class Moved(TypedDict):
@@ -60,6 +64,7 @@ class Moved(TypedDict):
     state: str
     version: int
     next: str
+    next_call: NotRequired[dict[str, Any]]
 
 
 class Blocked(TypedDict):
@@ -74,12 +79,14 @@ class Unblocked(TypedDict):
     state: str
     open_blockers: list[str]
     next: str
+    next_call: NotRequired[dict[str, Any]]
 
 
 class ArtifactAdded(TypedDict):
     run: str
     artifact: dict[str, Any]
     next: str
+    next_call: NotRequired[dict[str, Any]]
 
 
 class EvidenceAdded(TypedDict):
@@ -88,6 +95,7 @@ class EvidenceAdded(TypedDict):
     run: str
     evidence: dict[str, Any]
     next: str
+    next_call: NotRequired[dict[str, Any]]
 
 
 class Claimed(TypedDict):
@@ -98,6 +106,7 @@ class Claimed(TypedDict):
     version: int
     epoch: int
     next: str
+    next_call: NotRequired[dict[str, Any]]
 
 
 class Resumed(TypedDict):
@@ -115,6 +124,7 @@ class Reviewed(TypedDict):
     approvable: bool
     report: dict[str, Any]
     next: str
+    next_call: NotRequired[dict[str, Any]]
 
 
 class Approved(TypedDict):
@@ -122,6 +132,7 @@ class Approved(TypedDict):
     state: str
     approval: dict[str, Any] | None
     next: str
+    next_call: NotRequired[dict[str, Any]]
 
 
 class GateMoved(TypedDict):
@@ -143,6 +154,7 @@ class Inboxed(TypedDict):
     acknowledged: bool
     more: bool
     next: str
+    next_call: NotRequired[dict[str, Any]]
 
 
 class Retargeted(TypedDict):

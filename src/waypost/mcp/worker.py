@@ -17,7 +17,7 @@ from waypost.core.access import Operation
 from waypost.core.targets import FORMS
 from waypost.durations import utcnow
 from waypost.mcp import outputs
-from waypost.mcp.answers import add_tools, answer
+from waypost.mcp.answers import add_tools, answer, then_call
 from waypost.mcp.session import Session
 from waypost.mcp.shapes import (
     TEXT_CEILING,
@@ -153,9 +153,11 @@ def _status(session: Session) -> Any:
                                or (p.worker is not None and p.worker.actor == session.actor)]
                 seen = reading.runs(store, session.grant, packets, config=session.config,
                                     now=utcnow())
-                return {"runs": as_json(seen),
+                said = {"runs": as_json(seen),
                         "next": "heartbeat on a run you hold; claim one you were named the "
                         "worker of; resume one left silent"}
+                return said | (then_call(packets[0], session.actor) if run is not None
+                               else {})
 
         return answer("checkpoint_status", work)
 
@@ -226,7 +228,7 @@ def _unblock(session: Session) -> Any:
             with session.store() as store:
                 packet = session.run(store, run, blocker=blocker).unblock(blocker,
                                                                        resolution)
-            return {"run": run, "state": packet.state,
+            return then_call(packet, session.actor) | {"run": run, "state": packet.state,
                     "open_blockers": [b.id for b in packet.open_blockers],
                     "next": "heartbeat and continue the work"}
 
@@ -257,7 +259,8 @@ def _ready(session: Session) -> Any:
                 packet = session.run(store, run).ready(summary, public_summary, artifacts,
                                                        config=session.config)
             return {"run": run, "state": packet.state, "version": packet.version,
-                    "next": "the owner reviews it (review, then approve or request_changes)"}
+                    "next": "the owner reviews it (review, then approve or request_changes)",
+                    **then_call(packet, packet.owner)}
 
         return answer("mark_ready", work)
 
@@ -282,7 +285,7 @@ def _claim(session: Session) -> Any:
             return {"run": run, "state": packet.state, "version": packet.version,
                     "epoch": handle.epoch,
                     "next": "heartbeat while you work; add_artifact, run_evidence; "
-                    "then mark_ready"}
+                    "then mark_ready", **then_call(packet, session.actor)}
 
         return answer("claim", work)
 

@@ -24,6 +24,9 @@ PLACEHOLDERS: Final = {"content": "PATH", "target": "URI", "notify": "URI", "to"
                        "reason": "TEXT", "command": "CMD"}
 
 
+# the verbs a worker's process writes under its lease (`--epoch`)
+UNDER_LEASE: Final = frozenset({"heartbeat", "block", "unblock", "artifact", "evidence",
+                                "ready", "add_gate"})
 EVIDENCE: Final = {"check": "evidence check", "skip": "evidence skip",
                    "command": "evidence run"}
 
@@ -33,17 +36,36 @@ def verb_words(step: Step) -> str:
     return EVIDENCE[step.form] if step.form else WORDS.get(step.verb, step.verb)
 
 
-def command(step: Step) -> str:
-    """The command line that takes `step`."""
+def command(step: Step, *, epoch: int | None = None) -> str:
+    """The command line that takes `step`; with `epoch`, as the process holding the lease
+    at that epoch (`--epoch N` after `--as`: given only to whom holds it)."""
     words = ["waypost", *verb_words(step).split()]
     if step.run is not None:
         words.append(shlex.quote(step.run))
     words += _arguments(step)
     if step.actor is not None:
         words += ["--as", shlex.quote(step.actor)]
+    if epoch is not None:
+        words += ["--epoch", str(epoch)]
     if "command" in step.args or "command" in step.fill:
         words += ["--", _value(step, "command", raw=True)]
     return " ".join(words)
+
+
+def for_caller(step: Step, actor: str, run: str, epoch: int | None, *,
+               fenced: bool) -> str:
+    """A refusal's next step as the command line for the caller who was refused: a step
+    for whoever was refused (actor None) is written `--as` the actor the caller named, and
+    a write under the lease on the caller's own run carries the caller's epoch, unless the
+    refusal fenced that epoch (it is never handed on). A step for someone else is theirs
+    as it stands."""
+    if step.actor is not None:
+        return command(step)
+    lease = (epoch if epoch is not None and not fenced and step.run == run
+             and step.verb in UNDER_LEASE else None)
+    mine = Step(verb=step.verb, run=step.run, args=step.args, fill=step.fill, actor=actor,
+                why=step.why)
+    return command(mine, epoch=lease)
 
 
 def _arguments(step: Step) -> Iterator[str]:
@@ -71,3 +93,11 @@ def _value(step: Step, name: str, *, raw: bool = False) -> str:
     if name in step.args:
         return step.args[name] if raw else shlex.quote(step.args[name])
     return PLACEHOLDERS.get(name, "TEXT")
+
+
+def fallback_notice(user: str) -> str:
+    """What a write with no `--as` and no `WAYPOST_ACTOR` says once on stderr: whom it acts
+    as (the user's own name) and how to name the actor instead."""
+    return (f"waypost: acting as {shlex.quote(user)}, your user name: no --as was given and "
+            "WAYPOST_ACTOR is not set. To act as someone, pass --as ACTOR or "
+            "export WAYPOST_ACTOR=ACTOR")

@@ -162,7 +162,7 @@ def _next_steps(packet: Packet) -> list[str]:
     assert packet.worker is not None
     me = ("--as", packet.worker.actor, "--epoch", str(packet.worker.epoch))
     run = packet.id
-    steps = [_command("heartbeat", run, *me) + " --note TEXT   (keep doing this)"]
+    steps = [_command("heartbeat", run, *me) + " --note TEXT   # keep doing this"]
     steps += [_command("unblock", run, b.id, *me) + " --resolution TEXT"
               for b in packet.open_blockers]
     steps += [_command("artifact", "add", run) + " PATH --role result " + shlex.join(me),

@@ -27,8 +27,9 @@ from waypost.core import access, readers
 from waypost.core import inbox as rule
 from waypost.core.inbox import InboxItem
 from waypost.display import one_line
-from waypost.errors import NotFound
+from waypost.errors import NotFound, step
 from waypost.model import Packet, Record
+from waypost.usecases.commands import command
 
 if TYPE_CHECKING:
     from waypost.core.access import Caller
@@ -92,18 +93,21 @@ def while_away(store: Store, reader: str, *, caller: Caller | None = None) -> st
     told = fresh[:MAX_TOLD]
     store.mark_inbox(reader, rule.marks(told), acked=False)
     more = len(fresh) - len(told)
-    lines = [f"waypost: while you were gone ({reader}'s runs):", *map(line, told)]
+    lines = [f"waypost: while you were gone ({reader}'s runs):", *(line(i, reader) for i in told)]
     if more or inbox.more:
         lines.append("  … and more: waypost inbox")
     lines.append(f"acknowledge them with: waypost inbox --ack --as {shlex.quote(reader)}")
     return "\n".join(lines)
 
 
-def line(item: InboxItem) -> str:
+def line(item: InboxItem, reader: str | None = None) -> str:
     """One item in one line."""
     title = f" ({item.title})" if item.title else ""
-    return one_line(f"  {item.at:%Y-%m-%d %H:%M:%S}Z {item.run_id}{title} {item.topic}"
+    said = one_line(f"  {item.at:%Y-%m-%d %H:%M:%S}Z {item.run_id}{title} {item.topic}"
                     f" #{item.seq} by {item.actor}: {item.detail}", limit=600)
+    if item.topic == "ready_for_review" and reader is not None:  # the owner's next command
+        said += "\n    next: " + command(step("review", item.run_id, actor=reader))
+    return said
 
 
 def text(inbox: Inbox) -> str:
@@ -112,7 +116,7 @@ def text(inbox: Inbox) -> str:
         return f"inbox of {inbox.reader}: nothing new"
     said = "acknowledged" if inbox.acknowledged else "not yet acknowledged"
     lines = [f"inbox of {inbox.reader}: {len(inbox.items)} item(s), {said}",
-             *map(line, inbox.items)]
+             *(line(i, inbox.reader) for i in inbox.items)]
     if inbox.more:
         lines.append("  … and more: acknowledge these to see the rest")
     elif not inbox.acknowledged:
