@@ -263,3 +263,17 @@ def test_a_session_whose_lease_was_taken_over_is_handed_no_one_elses_name_or_epo
     said = hook(tmp_path, "Stop", "s-w1", WAYPOST_ACTOR="w1")
     assert "--as w1" in str(said["reason"]), said
     assert "--epoch" not in str(said["reason"]), said
+
+
+def test_a_worker_refused_an_owners_move_is_told_to_ask_the_owner_not_to_act_as_it(
+        tmp_path: Path) -> None:
+    """An owner-only move refused to the worker names the owner's command as the owner's to
+    run ("ask the owner, alice, to run: …"), never as one for the worker to run as alice."""
+    assert _run(tmp_path, [*WAYPOST, "init"]).returncode == 0
+    run = _run(tmp_path, [*WAYPOST, "start", "Fix it", "--target", "none:", "--worker", "w1",
+                          "--as", "alice"]).stdout.strip()
+    refused = _run(tmp_path, [*WAYPOST, "retarget", run, "mailto:x@example.com", "--as", "w1"])
+    assert refused.returncode == 3
+    told = refused.stderr.split("next:", 1)[1]
+    assert "ask the owner, alice, to run: waypost retarget" in told, told
+    assert "run it as" not in told

@@ -123,7 +123,8 @@ def test_only_the_owner_may_retarget(cli: Cli) -> None:
     before = _state(cli, run)
     refused = cli("retarget", run, "file:other.md", "--json", actor="w1")
     assert refused.code == 3
-    assert refused.error()["hint"] == f"run it as the owner: waypost retarget {run} URI --as alice"
+    assert refused.error()["hint"] == (
+        f"ask the owner, alice, to run: waypost retarget {run} URI --as alice")
     assert refused.error()["next"] == {
         "verb": "retarget", "run": run, "args": {}, "fill": ["target"], "actor": "alice",
         "command": f"waypost retarget {run} URI --as alice"}

@@ -198,7 +198,7 @@ def test_a_worker_the_owner_named_for_the_takeover_is_told_to_claim_it() -> None
 def test_an_owners_move_by_another_names_the_same_move_as_the_owner() -> None:
     exc = refusal(started(), Retargeted(target="file:x.md"), actor="w1")
     assert isinstance(exc, NotAuthorized)
-    assert exc.steps == (step("retarget", RUN, actor="alice", why="run it as the owner"),)
+    assert exc.steps == (step("retarget", RUN, actor="alice", why="ask the owner, alice, to run"),)
     assert commands(exc) == [f"waypost retarget {RUN} URI --as alice"]
 
 

@@ -83,7 +83,8 @@ def check_owner(packet: Packet, actor: str, move: Move, *, when: str = "") -> No
         raise NotAuthorized(
             f"{actor} may not {move} run {packet.id}: only its owner {packet.owner} "
             f"may{when}",
-            steps=[step(move, packet.id, actor=packet.owner, why="run it as the owner")],
+            steps=[step(move, packet.id, actor=packet.owner,
+                        why=f"ask the owner, {packet.owner}, to run")],
         )
 
 
