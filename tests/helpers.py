@@ -126,3 +126,16 @@ def dump_store(path: Path) -> StoreDump:
 def recorded(store: Store, run_id: str) -> tuple[bytes, bytes]:
     """The run's packet and events as stored: a refusal must leave both as they were."""
     return to_json(store.get(run_id)), to_json(store.events(run_id))
+
+
+def claimed_run(store: Store) -> tuple[str, int]:
+    """A long-running run alice owns, claimed by w1: its id and w1's lease epoch."""
+    from waypost.model import Kind
+    from waypost.usecases import runs, starting
+
+    run, _ = starting.start(store, "t", actor="alice", owner="alice", target="none:",
+                            kind=Kind.LONG_RUNNING, max_silence=3600.0)
+    worker = runs.Run(store, run.id, actor="w1")
+    worker.claim()
+    assert worker.epoch is not None
+    return run.id, worker.epoch

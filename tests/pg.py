@@ -111,3 +111,13 @@ def still_running(ids: list[int]) -> bool:
     with psycopg.connect(server_url(), autocommit=True) as conn:
         return all(conn.execute("SELECT pg_xact_status(%s::text::xid8)",
                                 (str(i),)).fetchone() == ("in progress",) for i in ids)
+
+
+@contextmanager
+def each_backend(backend: str, folder: object) -> Iterator[str]:
+    """A store URL on `backend`: a fresh PostgreSQL schema, or a SQLite file in `folder`."""
+    if backend == "postgres":
+        with fresh_schema() as found:
+            yield found
+    else:
+        yield f"{folder}/w.db"

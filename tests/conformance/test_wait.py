@@ -13,22 +13,18 @@ from contextlib import contextmanager
 
 import pytest
 
+from tests.helpers import claimed_run
 from waypost.core.waiting import Outcome
 from waypost.errors import NotFound
-from waypost.model import BlockerKind, Kind, State
+from waypost.model import BlockerKind, State
 from waypost.store import Store, open_store
-from waypost.usecases import runs, starting, waiting
+from waypost.usecases import runs, waiting
 
 GUARD = 30.0  # a hang guard: a wait that works returns long before it
 
 
 def _claimed(store: Store) -> tuple[str, int]:
-    run, _ = starting.start(store, "t", actor="alice", owner="alice", target="none:",
-                            kind=Kind.LONG_RUNNING, max_silence=3600.0)
-    worker = runs.Run(store, run.id, actor="w1")
-    worker.claim()
-    assert worker.epoch is not None
-    return run.id, worker.epoch
+    return claimed_run(store)
 
 
 def _url(store: Store) -> str:

@@ -100,11 +100,8 @@ def edit_event(url: str, run_id: str, seq: int | None = None) -> int:
 
 @pytest.fixture(params=["sqlite", "postgres"])
 def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    if request.param == "postgres":
-        with pg.fresh_schema() as found:
-            yield found
-    else:
-        yield str(tmp_path / "w.db")
+    with pg.each_backend(request.param, tmp_path) as found:
+        yield found
 
 
 def _events_as_stored(url: str, run_id: str) -> list[str]:

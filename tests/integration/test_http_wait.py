@@ -14,31 +14,24 @@ import httpx
 import pytest
 
 from tests import pg
+from tests.helpers import claimed_run
 from tests.http_support import issue, serve_process, serving
-from waypost.model import BlockerKind, Kind
+from waypost.model import BlockerKind
 from waypost.store import open_store
-from waypost.usecases import runs, starting
+from waypost.usecases import runs
 
 GUARD = 30.0
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
 def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    if request.param == "postgres":
-        with pg.fresh_schema() as found:
-            yield found
-    else:
-        yield str(tmp_path / "w.db")
+    with pg.each_backend(request.param, tmp_path) as found:
+        yield found
 
 
 def _claimed(url: str) -> tuple[str, int]:
     with open_store(url) as store:
-        run, _ = starting.start(store, "t", actor="alice", owner="alice", target="none:",
-                                kind=Kind.LONG_RUNNING, max_silence=3600.0)
-        worker = runs.Run(store, run.id, actor="w1")
-        worker.claim()
-        assert worker.epoch is not None
-        return run.id, worker.epoch
+        return claimed_run(store)
 
 
 def _block_later(url: str, run: str, epoch: int, after: float) -> threading.Thread:

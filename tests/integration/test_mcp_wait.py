@@ -11,23 +11,19 @@ from pathlib import Path
 
 import anyio
 
+from tests.helpers import claimed_run
 from tests.integration.test_mcp import call, drive, refused, server
 from tests.integration.test_mcp_http import client, issue, mcp_server
-from waypost.model import BlockerKind, Kind
+from waypost.model import BlockerKind
 from waypost.store import open_store
-from waypost.usecases import runs, starting
+from waypost.usecases import runs
 
 GUARD = 30.0
 
 
 def _claimed(store: Path) -> tuple[str, int]:
     with open_store(str(store), create=True) as opened:
-        run, _ = starting.start(opened, "t", actor="alice", owner="alice", target="none:",
-                                kind=Kind.LONG_RUNNING, max_silence=3600.0)
-        worker = runs.Run(opened, run.id, actor="w1")
-        worker.claim()
-        assert worker.epoch is not None
-        return run.id, worker.epoch
+        return claimed_run(opened)
 
 
 def _block_later(store: Path, run: str, epoch: int, after: float) -> threading.Thread:
