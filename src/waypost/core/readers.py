@@ -35,7 +35,7 @@ from datetime import datetime
 import msgspec
 
 from waypost.core.access import Caller
-from waypost.core.sanitize import WITHHELD, public_packet, redact
+from waypost.core.sanitize import WITHHELD, public_packet, redact, redact_tree
 from waypost.errors import NotAuthorized
 from waypost.events import (
     Event,
@@ -54,6 +54,7 @@ class Sight(enum.StrEnum):
     PUBLIC = "public"  # the public view
 
 
+TAG = frozenset({"type"})  # an event's tag: its redacted copy still decodes by it
 INSIDER_ROLES = frozenset({"owner", "worker"})  # the roles that may see everything
 
 
@@ -123,7 +124,7 @@ def _data_seen(data: EventData, deny: Sequence[str], allow: Sequence[str]) -> Ev
     elif isinstance(data, Reviewed):
         data = msgspec.structs.replace(data, evidence=tuple(_quiet(e) for e in data.evidence))
     document = msgspec.to_builtins(data, builtin_types=(datetime,))
-    return from_json(to_json(_redacted(document, deny, allow)), type(data))
+    return from_json(to_json(redact_tree(document, deny, allow, keep=TAG)), type(data))
 
 
 def _quiet(evidence: Evidence) -> Evidence:
@@ -131,11 +132,3 @@ def _quiet(evidence: Evidence) -> Evidence:
     return msgspec.structs.replace(evidence, output_tail=None, log_sha256=None)
 
 
-def _redacted(value: object, deny: Sequence[str], allow: Sequence[str]) -> object:
-    if isinstance(value, str):
-        return redact(value, deny=deny, allow=allow)
-    if isinstance(value, list | tuple):
-        return [_redacted(v, deny, allow) for v in value]
-    if isinstance(value, dict):
-        return {k: (v if k == "type" else _redacted(v, deny, allow)) for k, v in value.items()}
-    return value

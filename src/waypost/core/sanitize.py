@@ -178,14 +178,18 @@ def public_packet(packet: Packet, *, deny: Sequence[str] = (),
     document = msgspec.to_builtins(packet, builtin_types=(datetime,))
     if document.get("result"):
         document["result"]["summary"] = WITHHELD
-    return from_json(to_json(_redact_tree(document, deny, allow)), Packet)
+    return from_json(to_json(redact_tree(document, deny, allow)), Packet)
 
 
-def _redact_tree(value: Any, deny: Sequence[str], allow: Sequence[str]) -> Any:
+def redact_tree(value: Any, deny: Sequence[str], allow: Sequence[str], *,
+                keep: frozenset[str] = frozenset()) -> Any:
+    """Every string of a JSON-shaped value redacted, but the values of the keys in `keep`
+    (an event's `type` tag, which a redacted copy must still decode by)."""
     if isinstance(value, str):
         return redact(value, deny=deny, allow=allow)
     if isinstance(value, list | tuple):
-        return [_redact_tree(v, deny, allow) for v in value]
+        return [redact_tree(v, deny, allow, keep=keep) for v in value]
     if isinstance(value, dict):
-        return {k: _redact_tree(v, deny, allow) for k, v in value.items()}
+        return {k: v if k in keep else redact_tree(v, deny, allow, keep=keep)
+                for k, v in value.items()}
     return value
