@@ -10,7 +10,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import pytest
@@ -80,11 +80,32 @@ def _silence_recorded_by(store: Store, run_ids: list[str]) -> list[str]:
     return actors
 
 
-def _reports(proc: subprocess.Popen[str]) -> list[dict[str, Any]]:
-    """A stopped watcher's JSON reports, one per interval."""
+def _reports(proc: subprocess.Popen[str], early: Sequence[str] = ()) -> list[dict[str, Any]]:
+    """A stopped watcher's JSON reports, one per interval (after the `early` lines read
+    while it ran)."""
     out, err = proc.communicate(timeout=15)
     assert "Traceback" not in err, err
-    return [json.loads(line) for line in out.splitlines() if line.strip()]
+    return [json.loads(line) for line in [*early, *out.splitlines()] if line.strip()]
+
+
+def _reported(proc: subprocess.Popen[str], actions: int, seconds: float) -> list[str]:
+    """A running watcher's report lines, read until they tell of `actions` actions: the
+    store sees a sweep's writes a moment before its report is printed, and a watcher
+    killed in that moment never prints it (a hang guard, not a speed claim)."""
+    lines: list[str] = []
+    told = threading.Event()
+
+    def read() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.append(line)
+            if sum(len(json.loads(x)["actions"]) for x in lines if x.strip()) >= actions:
+                told.set()
+                return
+
+    threading.Thread(target=read, daemon=True).start()
+    assert told.wait(seconds), f"the watcher reported {lines}"
+    return lines
 
 
 def test_one_watcher_sweeps_and_the_standby_takes_over_when_it_is_killed(
@@ -96,6 +117,7 @@ def test_one_watcher_sweeps_and_the_standby_takes_over_when_it_is_killed(
     before = _silent_runs(store, 8)
     _wait_for(_blocked(store, before), 15, "the silent runs blocked")
     assert _silence_recorded_by(store, before) == ["watchdog:A"] * 8
+    early = _reported(first, 8, 15)
 
     first.kill()
     first.wait(timeout=10)
@@ -107,7 +129,7 @@ def test_one_watcher_sweeps_and_the_standby_takes_over_when_it_is_killed(
     assert _silence_recorded_by(store, before) == ["watchdog:A"] * 8  # still one each
 
     second.send_signal(signal.SIGTERM)
-    a_reports, b_reports = _reports(first), _reports(second)
+    a_reports, b_reports = _reports(first, early), _reports(second)
     assert second.returncode == 0
     assert {r["role"] for r in a_reports} == {"active"}
     assert sum(len(r["actions"]) for r in a_reports) == 8
