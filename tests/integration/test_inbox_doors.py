@@ -103,3 +103,24 @@ def test_the_hook_routes_session_start_tells_the_holder_its_news_once(url: str) 
         assert session_start("parent-2") == ""  # once
         [kept] = Api(base, owner).get("/api/inbox").json()["items"]
         assert kept["shown"] is True  # shown is not acknowledged
+
+
+def test_the_hook_routes_news_for_a_viewer_withholds_the_projects_private_terms(
+        url: str) -> None:
+    """A session started with a viewer's token is told its news as the public view shows
+    it: the project's `[sanitize] deny` terms withheld there too, as at every other read."""
+    from waypost.config import Config
+
+    codename = "OrionCodename4417"
+    run = _ready(url, f"Ship {codename} to staging")
+    viewer = issue(url, "alice", "viewer")
+    body = json.dumps({"session_id": "viewer-1", "hook_event_name": "SessionStart"})
+    with serving(url, project=Config(deny=(codename,))) as base:
+        answer = httpx.post(f"{base}/hooks/claude/session-start", content=body, timeout=30,
+                            headers={"Authorization": f"Bearer {viewer}",
+                                     "Content-Type": "application/json"})
+    assert answer.status_code == 200, answer.text
+    told = answer.json().get("hookSpecificOutput", {}).get("additionalContext") or ""
+    assert run in told
+    assert codename not in told
+    assert "[REDACTED:" in told

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
+from waypost.config import Config
 from waypost.core import access
 from waypost.core.access import Operation
 from waypost.durations import utcnow
@@ -72,6 +73,8 @@ class Terms(msgspec.Struct, frozen=True, kw_only=True):
     named_run: str | None = None  # the run a parent started this session for
     named_by: str = "WAYPOST_RUN"  # where the door read `named_run`, for the refusals' words
     reader: str | None = None  # the session's actor (WAYPOST_ACTOR): whose inbox it is told
+    # the project's settings, for the `[sanitize]` terms a reader of the public view is shown
+    project: Config = msgspec.field(default_factory=Config)
 
 
 class HostAnswer(msgspec.Struct, frozen=True, kw_only=True):
@@ -233,7 +236,7 @@ def _context(store: Store, call: HookCall, grant: Grant | None, terms: Terms,
     said = _run_context(store, call, grant, terms, now)
     if call.event != "session-start":
         return said
-    news = _while_away(store, _reader(store, call, grant, terms), grant)
+    news = _while_away(store, _reader(store, call, grant, terms), grant, terms.project)
     if news is None:
         return said
     return Context(text=f"{said.text}\n\n{news}" if said.text else news)
@@ -253,7 +256,8 @@ def _reader(store: Store, call: HookCall, grant: Grant | None, terms: Terms) -> 
     return None
 
 
-def _while_away(store: Store, reader: str | None, grant: Grant | None) -> str | None:
+def _while_away(store: Store, reader: str | None, grant: Grant | None,
+                project: Config) -> str | None:
     """The reader's news not yet shown, marked shown now; a failure to read it is told,
     and never hides the rest of the session's context."""
     if reader is None:
@@ -261,7 +265,7 @@ def _while_away(store: Store, reader: str | None, grant: Grant | None) -> str | 
     from waypost.usecases import inbox
 
     try:
-        return inbox.while_away(store, reader, caller=grant)
+        return inbox.while_away(store, reader, caller=grant, config=project)
     except WaypostError as exc:
         return f"waypost: the inbox of {reader[:80]} could not be read: {exc}"
 

@@ -62,7 +62,8 @@ async def claude_hook(
     except ValueError as exc:
         problem = problem or InvalidInput(f"?cap={(cap or '')[:20]!r}: {exc}")
     terms = hook_answer.Terms(cap=limit, require_run=config.project.require_run,
-                              named_run=(run or "").strip() or None, named_by="?run")
+                              named_run=(run or "").strip() or None, named_by="?run",
+                              project=config.project)
     caller = hook_answer.Remote(secret=_secret(request), tally=_tally(request))
 
     def read() -> bytes:  # what this door could not read is the answer's failure too

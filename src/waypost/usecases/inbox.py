@@ -26,6 +26,7 @@ from waypost.config import Config
 from waypost.core import access, readers
 from waypost.core import inbox as rule
 from waypost.core.inbox import InboxItem
+from waypost.core.sanitize import redact
 from waypost.display import one_line
 from waypost.errors import NotFound, step
 from waypost.model import Packet, Record
@@ -59,7 +60,7 @@ def read(store: Store, reader: str, *, ack: bool = False, caller: Caller | None 
     scan = store.inbox_events(reader, types=rule.TYPES, limit=rule.MAX_ITEMS)
     packets = _packets(store, {e.run_id for e, _ in scan.events})
     seen = _seen(scan.events, packets, caller, config)
-    items = [msgspec.structs.replace(i, title=packets[i.run_id].title)
+    items = [msgspec.structs.replace(i, title=_title(packets[i.run_id], caller, config))
              for i in rule.items(seen, reader)]
     more = len(scan.events) >= rule.MAX_ITEMS
     if ack:
@@ -83,10 +84,12 @@ def _acknowledged(items: list[InboxItem], versions: dict[str, int], caller: Call
     return marks
 
 
-def while_away(store: Store, reader: str, *, caller: Caller | None = None) -> str | None:
+def while_away(store: Store, reader: str, *, caller: Caller | None = None,
+               config: Config = NO_CONFIG) -> str | None:
     """A new session's news for its reader: the items never shown, told once (they are
-    marked shown now, and stay in the inbox until acknowledged); None: nothing new."""
-    inbox = read(store, reader, caller=caller)
+    marked shown now, and stay in the inbox until acknowledged); None: nothing new.
+    `caller` and `config` as `read` takes them."""
+    inbox = read(store, reader, caller=caller, config=config)
     fresh = [i for i in inbox.items if not i.shown]
     if not fresh:
         return None
@@ -135,6 +138,13 @@ def _packets(store: Store, run_ids: set[str]) -> dict[str, Packet]:
         except NotFound:
             continue
     return found
+
+
+def _title(packet: Packet, caller: Caller | None, config: Config) -> str:
+    """The run's title as `caller` may see it (sanitized in the public view)."""
+    if caller is None or readers.sight(caller, packet) is readers.Sight.ALL:
+        return packet.title
+    return redact(packet.title, deny=config.deny, allow=config.allow)
 
 
 def _seen(found: Sequence[tuple[Event, int]], packets: dict[str, Packet], caller: Caller | None,
