@@ -22,7 +22,16 @@ from waypost.core.due import (
 from waypost.core.moves import Move, destination
 from waypost.errors import NotAuthorized, RuleViolation, StaleLease, Step, step
 from waypost.events import BlockerOpened, Event, EventData, Nudged
-from waypost.model import Authority, Blocker, BlockerKind, Liveness, NudgeTopic, Packet, State
+from waypost.model import (
+    Authority,
+    Blocker,
+    BlockerKind,
+    Lease,
+    Liveness,
+    NudgeTopic,
+    Packet,
+    State,
+)
 
 OWNER_MOVES: Final = frozenset({Move.CHANGES, Move.TRANSFER, Move.CANCEL, Move.RETARGET,
                                 Move.ADOPT_GATE})
@@ -136,8 +145,20 @@ def _check_worker(packet: Packet, event: Event, move: Move) -> None:
                    step("claim", packet.id, actor=event.actor,
                         why="to take the work over yourself")],
         )
-    if lease is not None and event.epoch is not None:
-        raise StaleLease(  # a process fenced by another actor's takeover: it stops too
+    if lease is not None:
+        raise _not_the_holder(packet, event, lease)
+    raise NotAuthorized(
+        f"{event.actor} may not {move} run {packet.id}: it is neither the owner "
+        f"({packet.owner}) nor the worker (nobody holds the lease)",
+        steps=[step("claim", packet.id, actor=event.actor, why="claim it first")],
+    )
+
+
+def _not_the_holder(packet: Packet, event: Event, lease: Lease) -> StaleLease:
+    """The refusal of a write by someone who does not hold the run's lease: a process
+    fenced by another actor's takeover stops; anyone else is told whose it is."""
+    if event.epoch is not None:
+        return StaleLease(  # a process fenced by another actor's takeover: it stops too
             f"{event.actor} wrote to {packet.id} with lease epoch {event.epoch}, but "
             f"{lease.actor} took the lease over (epoch {lease.epoch}) at "
             f"{lease.acquired_at:%Y-%m-%d %H:%M:%S}Z: this process is fenced and must stop",
@@ -145,27 +166,22 @@ def _check_worker(packet: Packet, event: Event, move: Move) -> None:
                  f"owner {packet.owner} before doing more",
             steps=[step("read", packet.id, why="see where the run stands")],
         )
-    if lease is not None:
-        # a claim is named only where it would be taken: a live lease is the owner's, or
-        # its nominee's, to take over; anyone else is told to look and ask, and never
-        # handed a command to run as someone else
-        may_claim = (not lease_is_live(packet, event.at)
-                     or holds_authority(packet, event.actor, Authority.TAKEOVER))
-        raise StaleLease(
-            f"{event.actor} does not hold the lease on {packet.id}: {lease.actor} took it "
-            f"(epoch {lease.epoch}) at {lease.acquired_at:%Y-%m-%d %H:%M:%S}Z",
-            hint=f"ask {lease.actor} or the owner {packet.owner}" + (
-                "" if may_claim else " (a live lease: only the owner, or whom the owner "
-                "names with transfer --authority takeover, may take it over)"),
-            steps=[step("claim", packet.id, actor=event.actor, why="to take it over")]
-            if may_claim else
-            [step("read", packet.id, why="see who holds the lease")],
-        )
-    raise NotAuthorized(
-        f"{event.actor} may not {move} run {packet.id}: it is neither the owner "
-        f"({packet.owner}) nor the worker (nobody holds the lease)",
-        steps=[step("claim", packet.id, actor=event.actor, why="claim it first")],
+    # a claim is named only where it would be taken: a live lease is the owner's, or
+    # its nominee's, to take over; anyone else is told to look and ask, and never
+    # handed a command to run as someone else
+    may_claim = (not lease_is_live(packet, event.at)
+                 or holds_authority(packet, event.actor, Authority.TAKEOVER))
+    return StaleLease(
+        f"{event.actor} does not hold the lease on {packet.id}: {lease.actor} took it "
+        f"(epoch {lease.epoch}) at {lease.acquired_at:%Y-%m-%d %H:%M:%S}Z",
+        hint=f"ask {lease.actor} or the owner {packet.owner}" + (
+            "" if may_claim else " (a live lease: only the owner, or whom the owner "
+            "names with transfer --authority takeover, may take it over)"),
+        steps=[step("claim", packet.id, actor=event.actor, why="to take it over")]
+        if may_claim else
+        [step("read", packet.id, why="see who holds the lease")],
     )
+
 
 
 def _fenced(packet: Packet, actor: str, epoch: int) -> StaleLease:
