@@ -5,6 +5,7 @@ an event and the moments passed in, so it is tested without a database.
     authority.py  who may make each move (owner, fenced worker, transferee, watchdog, relay)
     machine.py    apply(packet, event) -> packet, and fold(events)
     gates.py      what a review records and whether the run may be approved
+    reviewed.py   the reviewed-result digest an answer names, and what changed since
     outbox.py     which deliveries an event causes
     writes.py     what a write is: snapshot, events + packet + outbox rows, deferral
     history.py    the hash chain: building events, deciding a write, verifying a run
