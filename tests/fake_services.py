@@ -1,6 +1,7 @@
 """Local stand-ins for the Slack Web API and GitHub's REST API, on 127.0.0.1, speaking
 their documented request and response shapes (Slack: HTTP 200 with `ok: true|false` and an
-`error`, 429 with Retry-After, `metadata` on messages, `include_all_metadata`, cursors;
+`error`, 429 with Retry-After, `metadata` and `blocks` on messages (a chat.update without
+blocks keeps them), `include_all_metadata`, cursors;
 GitHub: Bearer tokens, `Link: <…>; rel="next"` pages, 401 Bad credentials, 404 Not Found,
 403 with x-ratelimit-remaining 0). Both fail on command:
 
@@ -140,6 +141,7 @@ class FakeSlack(FaultyApi):
         self.counter = 0
         self.history_limited = 0  # this many history/replies calls answer 429 first
         self.hook_posts: list[str] = []  # texts posted to the incoming webhook
+        self.updates: list[dict[str, Any]] = []  # each message as a chat.update left it
         self.hook = f"{self.url}/services/T0WAY/B0POST/not-a-real-secret"
 
     def messages(self, run_id: str | None = None) -> list[dict[str, Any]]:
@@ -178,6 +180,8 @@ class FakeSlack(FaultyApi):
                    "text": args.get("text", ""), "metadata": args.get("metadata")}
         if args.get("thread_ts"):
             message["thread_ts"] = args["thread_ts"]
+        if args.get("blocks") is not None:
+            message["blocks"] = args["blocks"]
         channel.append(message)
         return {"ok": True, "channel": args["channel"], "ts": message["ts"], "message": message}
 
@@ -186,8 +190,11 @@ class FakeSlack(FaultyApi):
         if message is None:
             return {"ok": False, "error": "message_not_found"}
         message["text"] = args.get("text", "")
+        if args.get("blocks") is not None:  # left out: the message keeps its blocks
+            message["blocks"] = args["blocks"]
         if args.get("metadata"):
             message["metadata"] = args["metadata"]
+        self.updates.append(dict(message))
         return {"ok": True, "channel": args["channel"], "ts": message["ts"],
                 "text": message["text"]}
 

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from waypost.core.reviewed import result_digest
 from waypost.display import md_block, md_inline
 from waypost.events import Event
 from waypost.model import Artifact, Delivery, Evidence, Packet, Purpose, to_builtins, to_json
@@ -39,7 +40,11 @@ def build(packet: Packet, delivery: Delivery, *, event: Event | None = None,
     public = publishable(packet, deny=deny, allow=allow)
     if delivery.purpose is Purpose.FINAL:
         return final_document(public, delivery)
-    return notice_document(public, delivery, event)
+    notice = notice_document(public, delivery, event)
+    reviewed = result_digest(packet)  # of the packet as stored: the public one withholds
+    if reviewed is not None:
+        notice["data"]["reviewed"] = reviewed
+    return notice
 
 
 def final_document(public: Packet, delivery: Delivery) -> Document:

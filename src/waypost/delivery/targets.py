@@ -83,7 +83,7 @@ def _service(uri: str, settings: DeliverySettings, kept: Connections | None) -> 
         from waypost.delivery.slack import SlackWebhookTarget
 
         return SlackWebhookTarget(uri.removeprefix("slack-webhook:"), timeout=s.timeout,
-                                  connections=kept)
+                                  board=s.board_url, connections=kept)
     if uri.startswith("github:"):
         from waypost.delivery.github import GitHubCommentTarget
 
