@@ -20,6 +20,7 @@ from waypost.model import (
     State,
     Watcher,
 )
+from waypost.store.answers import AnswerQueue
 from waypost.store.cursors import InboxCursors
 from waypost.store.shared import Skipped
 
@@ -78,7 +79,7 @@ def lost_lease(current: Delivery, relay: str) -> StaleLease:
     )
 
 
-class Store(InboxCursors, ABC):
+class Store(InboxCursors, AnswerQueue, ABC):
     """Where packets, their events and blobs live. Every write is one durable transaction."""
 
     url: str
