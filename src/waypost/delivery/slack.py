@@ -33,6 +33,7 @@ from waypost.delivery.policy import (
     sent,
 )
 from waypost.delivery.rest import Answer, Api, Failed
+from waypost.delivery.settings import DeliverySettings
 from waypost.delivery.slack_blocks import notice_blocks
 from waypost.model import Delivery, DeliveryAssurance, DeliveryStatus, Purpose
 
@@ -122,6 +123,18 @@ class SlackTarget(Target):
                 return None
             params["cursor"] = str(cursor)
         return None
+
+
+def update_message(settings: DeliverySettings, channel: str, ts: str, text: str,
+                   blocks: list[dict[str, Any]], *, at: datetime) -> None:
+    """Replace the text and blocks of the message `ts` in `channel` (an answer's outcome
+    shown where it was given); `Failed` when Slack refuses or cannot be reached."""
+    if not settings.slack_token:
+        raise Failed(missing_credential(NO_TOKEN))
+    headers = {"authorization": f"Bearer {settings.slack_token}"}
+    body = {"channel": channel, "ts": ts, "text": text, "blocks": blocks}
+    with Api(settings.slack_api, headers, timeout=settings.timeout, at=at) as api:
+        slack_ok(api.call("POST", "/chat.update", body=body), "chat.update")
 
 
 def _still_unknown(method: str, wait: float | None) -> Attempt:

@@ -33,7 +33,7 @@ REASON_INPUT: Final = "waypost_reason_text"
 INPUT_BLOCK: Final = "waypost_input"  # the input block of a missing_input blocker's input
 INPUT_TEXT: Final = "waypost_input_text"
 ANSWERS_BLOCK: Final = "waypost_answers"
-MAX_TYPED: Final = 3000  # characters a plain_text_input takes (Slack's own limit)
+MAX_TYPED: Final = 2000  # characters typed in an input (an answer's text takes no more)
 MAX_SECTION: Final = 3000  # characters of a section's text (Slack's limit)
 READY: Final = "ready_for_review"
 

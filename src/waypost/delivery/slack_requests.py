@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import re
 import urllib.parse
 from datetime import UTC, datetime
 from typing import Final
@@ -33,6 +34,8 @@ VERSION: Final = "v0"
 TOLERANCE: Final = 300  # seconds a request's timestamp may be from now, either way
 MAX_BODY: Final = 64 * 1024  # bytes of one interaction request (a message's blocks and all)
 MAX_FIELD: Final = 255  # characters of an id Slack sends (user, trigger, channel, ts)
+MAX_SHOWN: Final = 3500  # characters of a message's text kept to show it again
+USER: Final = re.compile(r"[A-Z0-9]{2,32}")  # a Slack user id (U024BE7LH, W…)
 
 
 def signature(secret: str, timestamp: str, body: bytes) -> str:
@@ -189,6 +192,8 @@ def _typed(state: _State, block: str, action: str) -> str | None:
 def _id(value: str, name: str) -> None:
     if not value or len(value) > MAX_FIELD or not value.isprintable():
         raise InvalidInput(f"the payload's {name} is missing or malformed")
+    if name == "user" and not USER.fullmatch(value):  # shown as a mention: <@USER>
+        raise InvalidInput("the payload's user is not a Slack user id")
 
 
 def _when(action_ts: str) -> datetime:

@@ -12,5 +12,6 @@ in one place, `waypost.http.errors`). `waypost serve` starts it (`waypost.http.a
     board.py board_views.py board_render.py board_session.py   the web board
     stream.py        the board's live feed (server-sent events)
     answering.py     the thread carrying out answers from Slack and GitHub, and the hand-over
+    slack_actions.py slack_replies.py   answers from Slack's buttons, and the message updated
     docs.py          the browsable API reference; settings.py what `serve` was told
 """

@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from litestar.datastructures import State
 
 from waypost.http.settings import ServerConfig
+from waypost.http.slack_replies import slack_reply
 from waypost.store import Store
 from waypost.usecases.answers import Answer, Answerer, Reply, accept
 
@@ -25,7 +26,7 @@ def replies(config: ServerConfig) -> dict[str, Reply]:
     return found
 
 
-REPLIES: Mapping[str, Callable[[ServerConfig], Reply]] = {}
+REPLIES: Mapping[str, Callable[[ServerConfig], Reply]] = {"slack": slack_reply}
 
 
 @contextmanager
