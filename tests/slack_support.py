@@ -16,6 +16,7 @@ from typing import Any
 import httpx
 
 SECRET = "8f742231b10e8888abcd99yyyzzz85a5"  # Slack's documented example signing secret
+SECRET_ENV = "SLACK_SIGNING_SECRET"
 _TRIGGERS = itertools.count(1)
 
 

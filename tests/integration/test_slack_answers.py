@@ -26,7 +26,7 @@ from waypost.delivery import slack_blocks
 from waypost.delivery.relay import Relay
 from waypost.events import ChangesRequested
 from waypost.http.settings import ServerConfig
-from waypost.model import EvidenceKind, Kind, State, Verdict
+from waypost.model import BlockerKind, EvidenceKind, Kind, State, Verdict
 from waypost.store import Store
 from waypost.usecases import answers, runs, starting
 from waypost.usecases.answers import Outcome
@@ -249,3 +249,23 @@ def test_a_body_that_is_not_a_form_or_too_large_is_refused_before_it_is_read(
     big = b"payload=" + b"x" * (70 * 1024)
     assert slack_support.send(base, big).status_code == 413
     assert slack_support.send(base, b"payload=%7B%7D").status_code == 422
+
+
+def test_the_input_a_run_is_blocked_on_is_typed_in_slack(
+        url: str, slack: FakeSlack, served: tuple[str, Store]) -> None:
+    base, store = served
+    uri = f"slack:{CHANNEL}"
+    run, _ = starting.start(store, "Deploy to staging", actor="alice", owner="alice",
+                            target=uri, notify=uri, kind=Kind.LONG_RUNNING, max_silence=3600)
+    worker = runs.Run(store, run.id, actor="w1")
+    worker.claim()
+    _, blocker = worker.block(BlockerKind.MISSING_INPUT, "which staging host?")
+    relay(store, slack).drain()
+    click(base, message(slack, run.id), slack_blocks.SEND, trigger="1.send",
+          typed={slack_blocks.INPUT_BLOCK: "staging-2"})
+    assert outcome(store, "slack:1.send").ok
+    packet = store.get(run.id)
+    assert packet.state is State.IN_PROGRESS
+    [resolved] = [b for b in packet.blockers if b.id == blocker]
+    assert resolved.resolution == "staging-2"
+    assert "<@UOWNER1> sent the input" in message(slack, run.id)["text"]

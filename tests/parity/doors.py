@@ -7,6 +7,7 @@ from typing import Final
 
 from .doors_local import CliDoor, HookCliDoor, SdkBlockDoor, SdkDoor
 from .doors_mcp import McpHttpDoor, McpStdioDoor
+from .doors_slack import SlackDoor
 from .doors_web import BoardDoor, HookHttpDoor, HttpDoor
 from .driver import Driver
 from .terms import Door
@@ -21,4 +22,5 @@ DRIVERS: Final[Mapping[Door, type[Driver]]] = {
     Door.BOARD: BoardDoor,
     Door.HOOK_CLI: HookCliDoor,
     Door.HOOK_HTTP: HookHttpDoor,
+    Door.SLACK: SlackDoor,
 }

@@ -18,6 +18,7 @@ from .terms import (
     HOSTILE,
     LOCAL_ACTORS,
     NESTED,
+    REMOTE_DOORS,
     STRANGER,
     TOKEN_DOORS,
     WORKER,
@@ -57,6 +58,7 @@ OFFERS: Final[Mapping[Door, frozenset[Op]]] = {
                            Op.READ, Op.LIST}),
     Door.HOOK_CLI: frozenset({Op.STOP}),
     Door.HOOK_HTTP: frozenset({Op.STOP}),
+    Door.SLACK: frozenset({Op.REVIEW, Op.APPROVE, Op.CHANGES, Op.CANCEL}),
 }
 
 _TEXT_DURATIONS: Final = {"max_silence": Carry.TEXT, "expect": Carry.TEXT,
@@ -98,7 +100,7 @@ class Scenario:
     def expected(self, door: Door) -> Cls:
         if door in self.at:
             return self.at[door]
-        return self.remote if self.remote is not None and door in TOKEN_DOORS else self.expect
+        return self.remote if self.remote is not None and door in REMOTE_DOORS else self.expect
 
     def keeps_store(self, door: Door) -> bool:
         if self.unchanged is not None:

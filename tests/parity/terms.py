@@ -45,10 +45,13 @@ class Door(enum.StrEnum):
     BOARD = "board"  # the board's form posts (cookie + CSRF) and pages
     HOOK_CLI = "hook_cli"  # `waypost hook stop --host claude`
     HOOK_HTTP = "hook_http"  # POST /hooks/claude/stop
+    SLACK = "slack"  # a Slack button's click, POST /slack/actions, signed as Slack signs
 
 
 # the authenticated doors: the actor is a bearer token's holder, its role caps what it asks
 TOKEN_DOORS: Final = frozenset({Door.MCP_HTTP, Door.HTTP, Door.BOARD, Door.HOOK_HTTP})
+# the doors of `waypost serve`: what a remote caller asks, the server runs only as allowed
+REMOTE_DOORS: Final = TOKEN_DOORS | {Door.SLACK}
 
 
 class Op(enum.StrEnum):
