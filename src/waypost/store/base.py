@@ -181,7 +181,8 @@ class Store(InboxCursors, ABC):
 
     @abstractmethod
     def put_token(self, grant: Grant, token_hash: str) -> None:
-        """Store a new token's grant under the hash of its secret."""
+        """Store a new token's grant under the hash of its secret; `Conflict` (nothing
+        stored) when a token with its id exists already, decided in one statement."""
 
     @abstractmethod
     def token_grant(self, token_hash: str) -> Grant | None:
