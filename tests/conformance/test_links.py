@@ -81,7 +81,7 @@ def test_a_late_changed_or_misdirected_link_stores_nothing(store: Store,
         links.use(store, _token(run, clock)[:-3] + "xyz", secret=SECRET, now=clock.now)
     with pytest.raises(NotAuthorized, match="not one this server signed"):
         links.use(store, _token(run, clock), secret="z" * 48, now=clock.now)
-    with pytest.raises(NotAuthorized, match="'mallory' to run .*which 'alice' owns"):
+    with pytest.raises(NotAuthorized, match=r"'mallory' to run .*which 'alice' owns"):
         links.use(store, _token(run, clock, owner="mallory"), secret=SECRET, now=clock.now)
     with pytest.raises(NotFound):
         links.use(store, _token("wp_nosuch", clock), secret=SECRET, now=clock.now)
