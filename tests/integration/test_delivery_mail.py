@@ -182,3 +182,20 @@ def test_without_a_board_or_a_secret_the_mail_says_where_to_review_and_has_no_li
     assert said.format(run=run_id) in notice
     assert "/link/" not in notice
     assert f"next: waypost review {run_id}" in notice
+
+
+def test_the_links_lifetime_is_configured_and_its_secret_comes_from_the_environment_alone(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from waypost.delivery.settings import load_settings
+
+    (tmp_path / "waypost.toml").write_text('[delivery]\nlink_ttl = "2d"\n')
+    monkeypatch.setenv("WAYPOST_LINK_SECRET", LINK_SECRET)
+    settings = load_settings(tmp_path)
+    assert (settings.link_ttl, settings.link_secret) == (2 * 86400.0, LINK_SECRET)
+    assert LINK_SECRET not in repr(settings)
+    monkeypatch.setenv("WAYPOST_LINK_SECRET", "short")
+    with pytest.raises(InvalidInput, match="at least 32 characters"):
+        load_settings(tmp_path)
+    (tmp_path / "waypost.toml").write_text(f'[delivery]\nlink_secret = "{LINK_SECRET}"\n')
+    with pytest.raises(InvalidInput, match="unknown key"):
+        load_settings(tmp_path)
