@@ -357,7 +357,7 @@ class Store(InboxCursors, AnswerQueue, ABC):
         `evidence[].log_sha256`) that was last stored before `blobs_before` (an artifact's
         blob is stored just before the event that names it: the grace keeps it); then
         watcher registrations that expired before `before`. A pruned run's inbox marks
-        go with it; `Pruned.unacknowledged` counts the runs whose owner had not
+        and answers go with it; `Pruned.unacknowledged` counts the runs whose owner had not
         acknowledged their last event (`waypost inbox --ack`), so what an inbox loses is said.
 
         `states` must be terminal (`delivered`, `cancelled`): any other raises InvalidInput
