@@ -13,7 +13,7 @@ import msgspec
 import pytest
 
 from tests import tamper
-from tests.delivery_support import PRIVATE, PUBLIC, fast
+from tests.delivery_support import PRIVATE, PUBLIC, delivery_failed, fast
 from tests.helpers import FakeClock, recorded
 from waypost.config import Config
 from waypost.core.history import GENESIS, sha256, verify_run
@@ -182,3 +182,27 @@ def test_an_approved_event_written_before_the_digest_existed_still_verifies(
     assert events[-1].hash == old_hash
     assert events[0].prev_hash == GENESIS
     verify_run(run_id, events, store.get(run_id))
+
+
+def test_a_result_changed_in_the_store_after_approval_is_not_delivered(
+        store: Store, clock: FakeClock, tmp_path: Path) -> None:
+    """A store edited between approval and delivery: the relay sends nothing and blocks
+    the run, naming the digest approved and the digest it found."""
+    run_id = _reviewed(store, clock, target="file:out.json")
+    approved = _owner(store, run_id, clock).approve().approval
+    assert approved is not None
+    packet = store.get(run_id)
+    assert packet.result is not None
+    tamper.overwrite_packet(store, msgspec.structs.replace(packet, result=msgspec.structs.replace(
+        packet.result, public_summary="Login race fixed; also dropped the audit table")))
+    now = _digest(store, run_id)
+    relay = Relay(store, settings=fast(files_root=str(tmp_path)), relay_id="r1",
+                  clock=clock, rand=lambda: 0.0)
+    [failed] = relay.drain()
+    assert (failed.purpose, failed.status) == (Purpose.FINAL, DeliveryStatus.FAILED)
+    assert not (tmp_path / "out.json").exists()  # nothing was sent
+    blocked = delivery_failed(store, run_id)
+    assert (f"the result changed after approval: approved {approved.reviewed}, now {now}"
+            in blocked.detail)
+    assert "permanent" in blocked.detail
+    assert relay.drain() == []
