@@ -31,10 +31,11 @@ def _here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)  # relative file: targets start here on PostgreSQL
 
 
-def _reviewed(store: Store, clock: FakeClock, target: str = "none:") -> str:
+def _reviewed(store: Store, clock: FakeClock, target: str = "none:",
+              notify: str | None = None) -> str:
     """A run ready for review and reviewed once by its owner, alice; w1 is its worker."""
     run, _ = starting.start(store, "Fix the login test", actor="alice", owner="alice",
-                            target=target, kind=Kind.LONG_RUNNING, max_silence=3600,
+                            target=target, notify=notify, kind=Kind.LONG_RUNNING, max_silence=3600,
                             clock=clock)
     worker = runs.Run(store, run.id, actor="w1", clock=clock)
     worker.claim()
@@ -157,6 +158,7 @@ def test_a_new_result_after_the_notice_is_refused_then_reviewed_and_delivered_on
     document = json.loads(out.read_text())
     assert document["data"]["public_summary"] == "Login race fixed, with a retry test"
     assert document["data"]["approval"]["reviewed"] == _digest(store, run_id)
+    assert document["data"]["reviewed"] == _digest(store, run_id)
     assert store.get(run_id).state is State.DELIVERED
 
 
@@ -206,3 +208,18 @@ def test_a_result_changed_in_the_store_after_approval_is_not_delivered(
             in blocked.detail)
     assert "permanent" in blocked.detail
     assert relay.drain() == []
+
+
+def test_the_notice_and_the_markdown_result_carry_the_digest(store: Store, clock: FakeClock,
+                                                            tmp_path: Path) -> None:
+    run_id = _reviewed(store, clock, target="file:out.md", notify="file:notes.jsonl")
+    relay = Relay(store, settings=fast(files_root=str(tmp_path)), relay_id="r1",
+                  clock=clock, rand=lambda: 0.0)
+    relay.drain()
+    digest = _digest(store, run_id)
+    [ready] = [json.loads(line) for line in (tmp_path / "notes.jsonl").read_text().splitlines()
+               if json.loads(line)["topic"] == "ready_for_review"]
+    assert ready["data"]["reviewed"] == digest
+    _owner(store, run_id, clock).approve(reviewed=digest)
+    relay.drain()
+    assert f"reviewed result `{digest}`" in (tmp_path / "out.md").read_text()
