@@ -52,13 +52,31 @@ def _review_tally(packet: Packet, review: Review) -> str:
 def _approval_lines(packet: Packet) -> list[str]:
     """Reviews, the approval and every waiver: a waiver stays on show for good."""
     lines = _section("reviews", [_review_tally(packet, r) for r in packet.reviews])
+    digest = reviewed_digest(packet)
+    if digest is not None and packet.state is State.READY_FOR_REVIEW:
+        lines.append(_field("reviewed", f"{digest} (approve or send back with --reviewed "
+                                        f"{digest.removeprefix('sha256:')[:12]})"))
     approval = packet.approval
     if approval is not None:
-        lines.append(_field("approved", f"by {one_line(approval.by)} at {when(approval.at)}"))
+        bound = f", result {approval.reviewed}" if approval.reviewed else ""
+        lines.append(_field("approved", f"by {one_line(approval.by)} at {when(approval.at)}"
+                                        f"{bound}"))
         lines += [_field("WAIVED", f"gate {one_line(w.gate)} by {one_line(w.by)} at "
                                    f"{when(w.at)}: {one_line(w.reason)}")
                   for w in approval.waivers]
     return lines
+
+
+def reviewed_digest(packet: Packet) -> str | None:
+    """The run's reviewed-result digest (`core.reviewed`) where the reader sees the whole
+    result; None while none is submitted, or when the private summary is withheld from
+    this reader (a digest of the public view would name no result)."""
+    from waypost.core.reviewed import result_digest
+    from waypost.core.sanitize import WITHHELD
+
+    if packet.result is None or packet.result.summary == WITHHELD:
+        return None
+    return result_digest(packet)
 
 
 def outcome(packet: Packet) -> str:
