@@ -19,7 +19,7 @@ from waypost.config import Config
 from waypost.core.history import GENESIS, sha256, verify_run
 from waypost.core.reviewed import result_digest, short
 from waypost.delivery.relay import Relay
-from waypost.errors import InvalidInput, ResultChanged
+from waypost.errors import IllegalTransition, InvalidInput, NotAuthorized, ResultChanged
 from waypost.events import Approved, Event
 from waypost.model import DeliveryStatus, EvidenceKind, Kind, Purpose, State, Verdict, to_json
 from waypost.store import Store
@@ -223,3 +223,15 @@ def test_the_notice_and_the_markdown_result_carry_the_digest(store: Store, clock
     _owner(store, run_id, clock).approve(reviewed=digest)
     relay.drain()
     assert f"reviewed result `{digest}`" in (tmp_path / "out.md").read_text()
+
+
+def test_the_rules_speak_before_the_digest(store: Store, clock: FakeClock) -> None:
+    """Who may answer, and in which state, say more than a digest: a worker's answer to an
+    old result is refused as not the worker's to give, a sent-back run's as no longer
+    waiting for review."""
+    run_id = _reviewed(store, clock)
+    with pytest.raises(NotAuthorized):
+        runs.Run(store, run_id, actor="w1", clock=clock).approve(reviewed="0" * 64)
+    _owner(store, run_id, clock).changes("add the retry test")
+    with pytest.raises(IllegalTransition):
+        _owner(store, run_id, clock).approve(reviewed="0" * 64)

@@ -50,9 +50,12 @@ def _review_tally(packet: Packet, review: Review) -> str:
 
 
 def _approval_lines(packet: Packet) -> list[str]:
-    """Reviews, the approval and every waiver: a waiver stays on show for good."""
+    """Reviews, the approval and every waiver: a waiver stays on show for good; while the
+    result waits for review, its reviewed-result digest (what an answer names)."""
+    from waypost.usecases.approval import shown  # the digest only a whole result has
+
     lines = _section("reviews", [_review_tally(packet, r) for r in packet.reviews])
-    digest = reviewed_digest(packet)
+    digest = shown(packet)
     if digest is not None and packet.state is State.READY_FOR_REVIEW:
         lines.append(_field("reviewed", f"{digest} (approve or send back with --reviewed "
                                         f"{digest.removeprefix('sha256:')[:12]})"))
@@ -65,18 +68,6 @@ def _approval_lines(packet: Packet) -> list[str]:
                                    f"{when(w.at)}: {one_line(w.reason)}")
                   for w in approval.waivers]
     return lines
-
-
-def reviewed_digest(packet: Packet) -> str | None:
-    """The run's reviewed-result digest (`core.reviewed`) where the reader sees the whole
-    result; None while none is submitted, or when the private summary is withheld from
-    this reader (a digest of the public view would name no result)."""
-    from waypost.core.reviewed import result_digest
-    from waypost.core.sanitize import WITHHELD
-
-    if packet.result is None or packet.result.summary == WITHHELD:
-        return None
-    return result_digest(packet)
 
 
 def outcome(packet: Packet) -> str:

@@ -14,14 +14,26 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Sequence
+from typing import Final, Protocol
 
 from waypost.core.reviewed import changes_since, matches, result_digest, short, typed
+from waypost.durations import Clock
 from waypost.errors import InvalidInput, ResultChanged, Step, step
-from waypost.events import Approved, ChangesRequested
+from waypost.events import AnyEventData, Approved, ChangesRequested
 from waypost.model import Packet, Waiver
 from waypost.store.base import Store
 
+
+class Run(Protocol):
+    """Who answers (a `Run` handle): the store, the actor, its clock and lease epoch."""
+
+    store: Store
+    actor: str
+    epoch: int | None
+    clock: Clock
+
 NEVER = "the result was never reviewed with that digest"
+_VERB: Final = {Approved: "approve", ChangesRequested: "changes"}
 
 
 def given(reviewed: str | None) -> str | None:
@@ -29,6 +41,10 @@ def given(reviewed: str | None) -> str | None:
     before anything is read: None when none was given; InvalidInput when it is not one."""
     if reviewed is None:
         return None
+    if not reviewed:
+        raise InvalidInput("reviewed: no reviewed-result digest was given",
+                           hint="reload the page (or `waypost review RUN`), look at the result, "
+                                "then answer it")
     if typed(reviewed) is None:
         raise InvalidInput(
             f"reviewed: {reviewed[:80]!r} is not a reviewed-result digest (write sha256: and "
@@ -38,27 +54,36 @@ def given(reviewed: str | None) -> str | None:
     return reviewed
 
 
-def bound(store: Store, packet: Packet, reviewed: str | None, *, verb: str) -> str | None:
-    """The digest the answer `verb` binds to: the current one, when `reviewed` names it or
-    none was given; else ResultChanged, saying what changed since `reviewed`."""
+def bound(run: Run, packet: Packet, reviewed: str | None, data: AnyEventData) -> str | None:
+    """The digest the answer `data` (built with the current digest) binds to: the current
+    one, when `reviewed` names it or none was given. Else the answer is refused: by the
+    run's own rules first (who may, in which state: those say more than a digest), then by
+    ResultChanged, saying what changed since `reviewed`."""
     digest = result_digest(packet)
     if reviewed is None or matches(reviewed, digest):
         return digest
-    raise changed(store, packet, reviewed, digest, verb=verb)
+    from waypost.core.history import make_event
+    from waypost.core.machine import apply
+
+    apply(packet, make_event(packet, packet.id, data, actor=run.actor, at=run.clock(),
+                             epoch=run.epoch))
+    raise changed(run.store, packet, reviewed, digest, verb=_VERB[type(data)])
 
 
-def approved(store: Store, packet: Packet, waivers: Sequence[Waiver],
+def approved(run: Run, packet: Packet, waivers: Sequence[Waiver],
              reviewed: str | None) -> Approved:
     """The `approved` event, carrying the digest approved."""
-    return Approved(waivers=tuple(waivers),
-                    reviewed=bound(store, packet, reviewed, verb="approve"))
+    data = Approved(waivers=tuple(waivers), reviewed=result_digest(packet))
+    bound(run, packet, reviewed, data)
+    return data
 
 
-def changes_requested(store: Store, packet: Packet, reason: str,
+def changes_requested(run: Run, packet: Packet, reason: str,
                       reviewed: str | None) -> ChangesRequested:
     """The `changes_requested` event, once the result it answers is still the run's."""
-    bound(store, packet, reviewed, verb="changes")
-    return ChangesRequested(reason=reason)
+    data = ChangesRequested(reason=reason)
+    bound(run, packet, reviewed, data)
+    return data
 
 
 def changed(store: Store, packet: Packet, reviewed: str, digest: str | None, *,
@@ -71,11 +96,21 @@ def changed(store: Store, packet: Packet, reviewed: str, digest: str | None, *,
     else:
         said = ("since then: " + "; ".join(lines)) if lines else "it has changed since"
     now = f"it is now {short(digest)}" if digest else "no result is submitted now"
-    steps = _steps(packet, digest, verb)
     return ResultChanged(
         f"run {packet.id}: the result answered ({_shown(reviewed)}) is not the run's "
-        f"result: {said}; {now}", steps=steps,
+        f"result: {said}; {now}", steps=_steps(packet, digest, verb),
         hint="nothing was written: look at the result as it is now before answering it")
+
+
+def shown(packet: Packet) -> str | None:
+    """The run's reviewed-result digest as a reader is shown it: None while no result is
+    submitted, or when the private summary is withheld from this reader (a digest of the
+    public view names no result)."""
+    from waypost.core.sanitize import WITHHELD
+
+    if packet.result is None or packet.result.summary == WITHHELD:
+        return None
+    return result_digest(packet)
 
 
 def _steps(packet: Packet, digest: str | None, verb: str) -> list[Step]:

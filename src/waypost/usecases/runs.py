@@ -407,7 +407,7 @@ class Run:
 
         checked_text(self.store, reason, "reason")
         digest = approval.given(reviewed)
-        return self.write(lambda p: approval.changes_requested(self.store, p, reason, digest))
+        return self.write(lambda p: approval.changes_requested(self, p, reason, digest))
 
     def transfer(self, authority: Authority, to: str) -> Packet:
         inputs.name(to, "--to")
@@ -423,7 +423,7 @@ class Run:
         digest, now = approval.given(reviewed), self.clock()
         given = tuple(Waiver(gate=g, reason=r, by=self.actor, at=now)
                       for g, r in (waivers or {}).items())
-        return self.write(lambda p: approval.approved(self.store, p, given, digest))
+        return self.write(lambda p: approval.approved(self, p, given, digest))
 
     def cancel(self, reason: str) -> Packet:
         checked_text(self.store, reason, "reason")
