@@ -235,3 +235,23 @@ def test_the_rules_speak_before_the_digest(store: Store, clock: FakeClock) -> No
     _owner(store, run_id, clock).changes("add the retry test")
     with pytest.raises(IllegalTransition):
         _owner(store, run_id, clock).approve(reviewed="0" * 64)
+
+
+def test_a_retarget_after_approval_sends_the_result_approved_there(
+        store: Store, clock: FakeClock, tmp_path: Path) -> None:
+    """The target is not in the digest: the approved result goes to the new target, under
+    the same delivery, and the retarget stays on the record after the approval."""
+    run_id = _reviewed(store, clock, target="file:first.json")
+    digest = _digest(store, run_id)
+    _owner(store, run_id, clock).approve(reviewed=digest)
+    _owner(store, run_id, clock).retarget("file:second.json")
+    relay = Relay(store, settings=fast(files_root=str(tmp_path)), relay_id="r1",
+                  clock=clock, rand=lambda: 0.0)
+    [sent] = relay.drain()
+    assert (sent.purpose, sent.status, sent.target) == (Purpose.FINAL, DeliveryStatus.SENT,
+                                                         "file:second.json")
+    assert not (tmp_path / "first.json").exists()
+    document = json.loads((tmp_path / "second.json").read_text())
+    assert document["data"]["approval"]["reviewed"] == digest
+    assert [e.type for e in store.events(run_id)[-3:]] == ["approved", "retargeted",
+                                                           "delivered"]
