@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import stat
 from typing import Any
 
@@ -29,6 +30,11 @@ class Config(msgspec.Struct, frozen=True, kw_only=True):
     require_run: bool = False  # [hooks] require_run: a stop hook refuses a session with no run
     group_commit: bool = True  # [store] group_commit: `waypost serve`'s SQLite store commits
     # the writes of requests that wait together (one fsync); false: one transaction each
+    # [answers.slack] / [answers.github]: a service's user id (a Slack user id, a GitHub
+    # login) and the waypost actor it answers as; never a display name
+    slack_users: tuple[tuple[str, str], ...] = ()
+    github_users: tuple[tuple[str, str], ...] = ()
+    github_review_approves: bool = False  # [answers]: a PR review "approved" approves
     path: str | None = None  # where the config was read from
 
 
@@ -88,7 +94,7 @@ def load_config(start: str | os.PathLike[str] | None = None) -> Config:
 
 
 def _from_table(raw: dict[str, Any], where: str) -> Config:
-    for table in ("runs", "limits", "gates", "sanitize", "hooks", "store"):
+    for table in ("runs", "limits", "gates", "sanitize", "hooks", "store", "answers"):
         if not isinstance(raw.get(table, {}), dict):
             raise InvalidInput(f"{where}: {table} must be a table ([{table}]), not a value",
                                hint=f"write [{table}] on a line of its own, its keys below")
@@ -98,7 +104,8 @@ def _from_table(raw: dict[str, Any], where: str) -> Config:
              "limits": {"max_artifact_bytes", "output_tail_bytes", "evidence_timeout",
                         "min_artifact_bytes", "min_artifact_words", "max_output_bytes"},
              "sanitize": {"deny", "allow"}, "hooks": {"require_run"},
-             "store": {"group_commit"}}
+             "store": {"group_commit"},
+             "answers": {"slack", "github", "github_review_approves"}}
     for table, keys in known.items():
         unknown = set(raw.get(table, {})) - keys
         if unknown:
@@ -126,7 +133,35 @@ def _from_table(raw: dict[str, Any], where: str) -> Config:
     if type(group) is not bool:
         raise InvalidInput(f"{where}: [store] group_commit must be true or false")
     values["group_commit"] = group
+    values.update(_answers(raw.get("answers", {}), where))
     return Config(**values)
+
+
+_SERVICE_IDS = {"slack": re.compile(r"[UW][A-Z0-9]{2,30}"),
+                "github": re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})")}
+
+
+def _answers(table: dict[str, Any], where: str) -> dict[str, Any]:
+    """`[answers]`: who each Slack user id and GitHub login answers as."""
+    values: dict[str, Any] = {}
+    for service, shape in _SERVICE_IDS.items():
+        mapping = table.get(service, {})
+        if not isinstance(mapping, dict) or not all(
+                isinstance(v, str) and v.strip() and len(v) <= 200 for v in mapping.values()):
+            raise InvalidInput(f"{where}: [answers.{service}] maps a {service} user to a "
+                               "waypost actor", hint=f'e.g. [answers.{service}] '
+                               f'{"U024BE7LH" if service == "slack" else "octocat"} = "alice"')
+        for user in mapping:
+            if not shape.fullmatch(user):
+                raise InvalidInput(f"{where}: [answers.{service}] {user[:80]!r} is not a "
+                                   f"{service} user id", hint="Slack: a user id such as "
+                                   "U024BE7LH, never a display name; GitHub: a login")
+        values[f"{service}_users"] = tuple(mapping.items())
+    approves = table.get("github_review_approves", False)
+    if type(approves) is not bool:
+        raise InvalidInput(f"{where}: [answers] github_review_approves must be true or false")
+    values["github_review_approves"] = approves
+    return values
 
 
 def _gates_and_terms(raw: dict[str, Any], where: str) -> dict[str, Any]:

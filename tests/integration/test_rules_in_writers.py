@@ -41,8 +41,9 @@ def test_a_sqlite_store_takes_no_writer_from_before_the_rules(tmp_path: Path) ->
         pass  # brought up to date on open
     for path in (tmp_path / "fresh.db", old):
         needed = _sqlite_min_writer(path)
-        # 12 (the inbox's marks) adds a table older writers never touch: 11 still writes
-        assert (needed, SCHEMA_VERSION) == ("11", 12)
+        # 12 (the inbox's marks) and 13 (the answers queue) add tables older writers never
+        # touch: 11 still writes
+        assert (needed, SCHEMA_VERSION) == ("11", 13)
         refusal = write_refusal(str(path), SCHEMA_VERSION, 10, needed)
         assert isinstance(refusal, Refused)
         assert "knows schema 11 or newer" in str(refusal)
@@ -64,6 +65,7 @@ def test_a_postgres_store_takes_no_writer_from_before_the_rules() -> None:
     assert sorted(found.values()) == [("10",), ("12",), ("12",)]
     refusal = write_refusal("pg", latest_version(), 11, "12")
     assert isinstance(refusal, Refused)
-    # 13 (the inbox's marks) adds a table older writers never touch: 12 still writes
+    # 13 (the inbox's marks) and 14 (the answers queue) add tables older writers never
+    # touch: 12 still writes
     assert write_refusal("pg", latest_version(), 12, "12") is None
-    assert latest_version() == 13
+    assert latest_version() == 14

@@ -58,7 +58,7 @@ def test_a_version_5_store_upgrades_and_every_run_still_verifies(
     assert "WITHOUT ROWID" in ddl
 
     with SqliteStore(tmp_path / "old.db") as store:
-        assert store.pragmas()["schema_version"] == SCHEMA_VERSION == 12
+        assert store.pragmas()["schema_version"] == SCHEMA_VERSION == 13
         assert {p.id: p for p in store.list_runs()} == before
         for run_id in made:
             verify_run(run_id, store.events(run_id), store.load(run_id).packet)
@@ -110,7 +110,7 @@ def test_a_migrated_schema_equals_a_fresh_one(tmp_path: Path, start: int) -> Non
     SqliteStore(tmp_path / "old.db").close()
     fresh = _definition(tmp_path / "fresh.db")
     # migrations 8 and 9 were additive; 10's change cursor needs writers that set it; 11's
-    # rules are decided by the writer before it writes; 12's inbox marks are a table older
-    # writers never touch
+    # rules are decided by the writer before it writes; 12's inbox marks and 13's answers
+    # queue are tables older writers never touch
     assert fresh[1] == [("min_writer_version", "11")]
     assert _definition(tmp_path / "old.db") == fresh

@@ -17,6 +17,7 @@ from litestar.openapi.spec import Schema
 from litestar.types import ControllerRouterHandler
 
 from waypost.http import auth, board, edge, shapes
+from waypost.http.answering import answering
 from waypost.http.api_commands import CommandsController
 from waypost.http.api_files import ArtifactsController
 from waypost.http.api_hooks import claude_hook
@@ -38,12 +39,14 @@ def create_app(config: ServerConfig, *, store: Store | None = None) -> Litestar:
         asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(
             max_workers=config.threads, thread_name_prefix="waypost-request"))
         if store is not None:  # the caller's, and already in the state
-            yield
+            with answering(app.state, store, config):
+                yield
             return
         app.state.store = opened = open_store(config.store_url,
                                               group_commit=config.project.group_commit)
         try:
-            yield
+            with answering(app.state, opened, config):
+                yield
         finally:
             opened.close()
 

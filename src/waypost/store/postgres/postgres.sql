@@ -165,3 +165,21 @@ CREATE TABLE inbox_cursors (
 );
 
 CREATE INDEX inbox_cursors_run ON inbox_cursors (run_id);
+
+-- The answers queue: answers from Slack and GitHub, stored under the service's request key
+-- once decided, carried out after by whichever server claims them (`store/answers.py`).
+CREATE TABLE answers (
+    key          text PRIMARY KEY,
+    source       text NOT NULL,
+    run_id       text NOT NULL,
+    body         text NOT NULL,
+    received_at  timestamptz NOT NULL,
+    done         boolean NOT NULL DEFAULT false,
+    claimed_by   text,
+    claim_until  double precision,
+    attempts     integer NOT NULL DEFAULT 0,
+    outcome      text,
+    done_at      timestamptz
+);
+
+CREATE INDEX answers_open ON answers (done, received_at);

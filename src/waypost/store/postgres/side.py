@@ -1,5 +1,5 @@
 """The PostgreSQL store's operations whose SQL lives in modules of its own: the change
-feed and bearer tokens (`api`), the outbox's claims and the relays
+feed and bearer tokens (`api`), the answers queue (`answers`), the outbox's claims and the relays
 (`outbox`), the watchdog's registrations and deferred checks (`watch`).
 `PostgresStore` is built on this."""
 
@@ -15,8 +15,10 @@ import psycopg
 
 from waypost.errors import NotFound, step
 from waypost.model import Delivery, Grant, Packet, RelayInfo, State, Watcher, json_decoder
+from waypost.store.answers import AnswerRow
 from waypost.store.base import Store
 from waypost.store.cursors import SCAN_RUNS, InboxScan
+from waypost.store.postgres import answers as answers_sql
 from waypost.store.postgres import api as api_sql
 from waypost.store.postgres import outbox as outbox_sql
 from waypost.store.postgres import watch as watch_sql
@@ -111,6 +113,26 @@ class PostgresSide(Store):
     def revoke_token(self, token_id: str, *, at: datetime) -> Grant | None:
         with self._cursor(f"revoke token {token_id}", write=True, one_statement=True) as cur:
             return api_sql.revoke_token(cur, token_id, at)
+
+    # --- the answers queue ----------------------------------------------------------------
+
+    def accept_answer(self, key: str, *, source: str, run_id: str, body: bytes,
+                      at: datetime) -> bool:
+        with self._cursor(f"store answer {key[:80]}", write=True, one_statement=True) as cur:
+            return answers_sql.accept(cur, key, source, run_id, body, at)
+
+    def claim_answers(self, worker: str, *, now: datetime, lease_s: float,
+                      limit: int) -> list[AnswerRow]:
+        with self._cursor("claim answers", write=True, one_statement=True) as cur:
+            return answers_sql.claim(cur, worker, now, lease_s, limit)
+
+    def finish_answer(self, key: str, worker: str, *, outcome: bytes, at: datetime) -> bool:
+        with self._cursor(f"finish answer {key[:80]}", write=True, one_statement=True) as cur:
+            return answers_sql.finish(cur, key, worker, outcome, at)
+
+    def answer_row(self, key: str) -> AnswerRow | None:
+        with self._cursor(f"read answer {key[:80]}", write=False) as cur:
+            return answers_sql.get(cur, key)
 
     # --- the inbox's marks ---------------------------------------------------------------
 

@@ -1,7 +1,8 @@
 """The SQLite store's operations whose SQL lives in modules of its own: the change feed
-and bearer tokens (`api`), the outbox's claims and the relays (`outbox`),
-the watchdog's registrations and deferred checks (`watch`). Each module is imported
-where it is used, so a heartbeat loads none of them. `SqliteStore` is built on this."""
+and bearer tokens (`api`), the answers queue (`answers`), the outbox's claims and the
+relays (`outbox`), the watchdog's registrations and deferred checks (`watch`). Each module
+is imported where it is used, so a heartbeat loads none of them. `SqliteStore` is built on
+this."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from waypost.store.cursors import SCAN_RUNS, InboxScan
 from waypost.store.shared import Skipped, inbox_rows, readable_packets
 
 if TYPE_CHECKING:  # made where they are used: a heartbeat makes none
+    from waypost.store.answers import AnswerRow
     from waypost.store.records import AlwaysHeld
 
 _Transaction = Callable[[str], AbstractContextManager[sqlite3.Connection]]
@@ -103,6 +105,36 @@ class SqliteSide(Store):
 
         with self._writing(f"revoke token {token_id}") as db:
             return sqlite_api.revoke_token(db, token_id, at)
+
+    # --- the answers queue ----------------------------------------------------------------
+
+    def accept_answer(self, key: str, *, source: str, run_id: str, body: bytes,
+                      at: datetime) -> bool:
+        from waypost.store.sqlite import answers
+
+        with self._writing(f"store answer {key[:80]}") as db:
+            return answers.accept(db, key, source, run_id, body, at)
+
+    def claim_answers(self, worker: str, *, now: datetime, lease_s: float,
+                      limit: int) -> list[AnswerRow]:
+        from waypost.store.sqlite import answers
+
+        with self._writing("claim answers") as db:
+            return answers.claim(db, worker, now, lease_s, limit)
+
+    def finish_answer(self, key: str, worker: str, *, outcome: bytes, at: datetime) -> bool:
+        from waypost.store.sqlite import answers
+
+        with self._writing(f"finish answer {key[:80]}") as db:
+            return answers.finish(db, key, worker, outcome, at)
+
+    def answer_row(self, key: str) -> AnswerRow | None:
+        from waypost.store.sqlite import answers
+
+        if self._db is None:
+            return None
+        with self._reading(f"read answer {key[:80]}") as db:
+            return answers.get(db, key)
 
     # --- the outbox's claims and the relays --------------------------------------------
 

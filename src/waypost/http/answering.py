@@ -1,0 +1,56 @@
+"""The server's side of the answers from Slack and GitHub (`usecases.answers`): the thread
+that carries accepted answers out while the server runs, and the one call a service's door
+makes once it has decided a request (`hand_over`: stored, and the thread woken)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+
+from litestar.datastructures import State
+
+from waypost.http.settings import ServerConfig
+from waypost.store import Store
+from waypost.usecases.answers import Answer, Answerer, Reply, accept
+
+STOP_WAIT = 5.0  # seconds the server waits for an answer being carried out when it stops
+
+
+def replies(config: ServerConfig) -> dict[str, Reply]:
+    """How each service is shown the outcome of an answer that came from it."""
+    found: dict[str, Reply] = {}
+    for source, make in REPLIES.items():
+        found[source] = make(config)
+    return found
+
+
+REPLIES: Mapping[str, Callable[[ServerConfig], Reply]] = {}
+
+
+@contextmanager
+def answering(state: State, store: Store, config: ServerConfig) -> Iterator[Answerer]:
+    """An `Answerer` thread for the server's lifetime (first it carries out what an earlier
+    server left behind)."""
+    answerer = Answerer(store, config.project, config.exposure, replies(config))
+    stop = threading.Event()
+    thread = threading.Thread(target=answerer.serve, args=(stop,), daemon=True,
+                              name="waypost-answers")
+    state.answerer = answerer
+    thread.start()
+    try:
+        yield answerer
+    finally:
+        stop.set()
+        answerer.wake()
+        thread.join(STOP_WAIT)
+
+
+def hand_over(state: State, store: Store, answer: Answer) -> bool:
+    """Store a decided answer and wake the thread; False: its key was stored before (the
+    service retried the request, or someone replayed it), so nothing more happens."""
+    accepted = accept(store, answer)
+    answerer: Answerer | None = getattr(state, "answerer", None)
+    if answerer is not None:
+        answerer.wake()
+    return accepted

@@ -1,0 +1,177 @@
+"""Answers from a service, carried out as the mapped actor by the rules every door follows
+(`usecases.answers`): the owner's answer acts once, bound to the result it answered; an
+unmapped user, the worker's own identity, an answer to an outdated result or one that names
+none changes nothing and says why; a replay is stored once; a second claim after a crash
+does not act twice. The service doors (Slack, GitHub) are tested on top of this."""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from tests.delivery_support import PRIVATE, PUBLIC
+from tests.helpers import FakeClock
+from waypost.config import Config, load_config
+from waypost.core.exposure import facing_network
+from waypost.core.reviewed import result_digest, short
+from waypost.errors import InvalidInput
+from waypost.model import EvidenceKind, Kind, State, Verdict
+from waypost.store import Store
+from waypost.usecases import answers, runs, starting
+from waypost.usecases.answers import Action, Answer, Answerer, Outcome
+
+CONFIG = Config(slack_users=(("UOWNER1", "alice"), ("UWORKER1", "w1")),
+                github_users=(("octo-alice", "alice"),))
+EXPOSURE = facing_network(allow_exec=False, outbound=())
+
+
+def _ready(store: Store, clock: FakeClock) -> str:
+    run, _ = starting.start(store, "Fix the flaky login test", actor="alice", owner="alice",
+                            target="none:", kind=Kind.LONG_RUNNING, max_silence=3600,
+                            clock=clock)
+    worker = runs.Run(store, run.id, actor="w1", clock=clock)
+    worker.claim()
+    worker.report_evidence(EvidenceKind.TEST, Verdict.PASSED, "pytest -q: 42 passed")
+    worker.ready(PRIVATE, public_summary=PUBLIC)
+    return run.id
+
+
+def _answer(run: str, action: Action, *, user: str = "UOWNER1", key: str = "slack:1",
+            reviewed: str | None = None, text: str | None = None,
+            source: str = "slack") -> Answer:
+    return Answer(source=source, key=key, user=user, action=action, run=run,
+                  reviewed=reviewed, text=text, at=datetime(2026, 1, 2, 3, 4, 5))
+
+
+def _do(store: Store, answer: Answer) -> Outcome:
+    return answers.carry_out(store, answer, config=CONFIG, exposure=EXPOSURE)
+
+
+def _state(store: Store, run: str) -> tuple[int, list[bytes]]:
+    return store.get(run).version, [e.hash.encode() for e in store.events(run)]
+
+
+def test_review_then_approve_by_the_mapped_owner(store: Store, clock: FakeClock) -> None:
+    run = _ready(store, clock)
+    reviewed = _do(store, _answer(run, Action.REVIEW))
+    assert reviewed.ok, reviewed
+    assert reviewed.actor == "alice"
+    assert reviewed.digest == result_digest(store.get(run))
+    approved = _do(store, _answer(run, Action.APPROVE, key="slack:2",
+                                  reviewed=short(reviewed.digest or "")))
+    assert approved.ok, approved
+    assert approved.state == State.APPROVED
+    assert store.get(run).approval is not None
+    assert store.get(run).approval.by == "alice"  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("user", ["UNOBODY9", "UWORKER1"])
+def test_an_unmapped_user_or_the_workers_identity_changes_nothing(
+        store: Store, clock: FakeClock, user: str) -> None:
+    run = _ready(store, clock)
+    _do(store, _answer(run, Action.REVIEW))
+    before = _state(store, run)
+    digest = result_digest(store.get(run))
+    for action in (Action.APPROVE, Action.REVIEW, Action.CANCEL):
+        outcome = _do(store, _answer(run, action, user=user, reviewed=digest, text="no"))
+        assert not outcome.ok
+        assert outcome.code == "not_authorized", outcome
+        assert ("not mapped" in outcome.said) == (user == "UNOBODY9")
+        assert outcome.said.startswith("w1 ") == (user == "UWORKER1")
+    assert _state(store, run) == before
+
+
+def test_an_answer_to_an_outdated_result_is_refused_saying_what_changed(
+        store: Store, clock: FakeClock) -> None:
+    run = _ready(store, clock)
+    seen = result_digest(store.get(run))  # what the ready-for-review message showed
+    assert seen is not None
+    _do(store, _answer(run, Action.REVIEW))  # a review since changes the verdicts
+    before = _state(store, run)
+    for action in (Action.APPROVE, Action.CHANGES):
+        outcome = _do(store, _answer(run, action, reviewed=seen, text="redo it"))
+        assert not outcome.ok
+        assert outcome.code in ("conflict", "result_changed"), outcome
+        assert "ran a review" in outcome.said
+        assert short(seen) in outcome.said
+    missing = _do(store, _answer(run, Action.APPROVE))
+    assert not missing.ok
+    assert missing.code == "invalid_input"
+    assert _state(store, run) == before
+
+
+def test_a_replay_is_stored_once_and_carried_out_once(store: Store, clock: FakeClock) -> None:
+    run = _ready(store, clock)
+    shown: list[tuple[str, bool]] = []
+    answerer = Answerer(store, CONFIG, EXPOSURE,
+                        {"slack": lambda a, o: shown.append((a.key, o.ok))}, clock=clock)
+    review = _answer(run, Action.REVIEW, key="slack:review")
+    assert answers.accept(store, review)
+    assert not answers.accept(store, review)  # the same request again
+    assert answerer.drain() == 1
+    assert answerer.drain() == 0
+    assert shown == [("slack:review", True)]
+    assert len(store.get(run).reviews) == 1
+    outcome = answers.outcome_of(store, "slack:review")
+    assert outcome is not None
+    assert outcome.ok
+
+
+def test_a_second_claim_after_a_crash_does_not_act_twice(store: Store,
+                                                         clock: FakeClock) -> None:
+    run = _ready(store, clock)
+    review = _answer(run, Action.REVIEW, key="slack:r")
+    answers.accept(store, review)
+    # the first server claims it, carries it out, and dies before recording the outcome
+    [row] = store.claim_answers("first", now=clock(), lease_s=60, limit=5)
+    stored = answers._answer.decode(row.body)
+    assert _do(store, stored).ok
+    clock.advance(61)
+    answerer = Answerer(store, CONFIG, EXPOSURE, {}, clock=clock)
+    assert answerer.drain() == 1
+    assert len(store.get(run).reviews) == 1  # not reviewed twice
+    outcome = answers.outcome_of(store, "slack:r")
+    assert outcome is not None
+    assert outcome.ok
+    assert "earlier attempt" in outcome.said
+
+
+def test_the_mapping_is_read_from_waypost_toml(tmp_path: Path) -> None:
+    (tmp_path / "waypost.toml").write_text(
+        '[answers]\ngithub_review_approves = true\n'
+        '[answers.slack]\nU024BE7LH = "alice"\n[answers.github]\nocto-cat = "bob"\n')
+    config = load_config(tmp_path)
+    assert config.slack_users == (("U024BE7LH", "alice"),)
+    assert config.github_users == (("octo-cat", "bob"),)
+    assert config.github_review_approves
+    assert answers.mapped(config, "slack", "U024BE7LH") == "alice"
+    assert answers.mapped(config, "github", "U024BE7LH") is None
+    for bad in ('[answers.slack]\n"Alice Smith" = "alice"\n',  # a display name
+                '[answers.github]\nocto = 3\n', '[answers]\ngithub_review_approves = "yes"\n',
+                '[answers]\nsecret = "x"\n'):
+        (tmp_path / "waypost.toml").write_text(bad)
+        with pytest.raises(InvalidInput):
+            load_config(tmp_path)
+
+
+def test_a_server_carries_out_what_was_accepted_before_it_started(tmp_path: Path) -> None:
+    """An answer accepted by a server that stopped before carrying it out (or whose claim
+    expired) is carried out by the next server to start, without a new request."""
+    from tests.http_support import serving_app
+    from waypost.http.settings import ServerConfig
+    from waypost.store import open_store
+
+    url = str(tmp_path / "store.db")
+    with open_store(url) as store:
+        run = _ready(store, FakeClock())
+        answers.accept(store, _answer(run, Action.REVIEW, key="slack:left-behind"))
+    with serving_app(ServerConfig(store_url=url, project=CONFIG)) as (app, _):
+        served: Store = app.state.store
+        deadline = time.monotonic() + 20
+        while answers.outcome_of(served, "slack:left-behind") is None:
+            assert time.monotonic() < deadline, "the answer was not carried out"
+            time.sleep(0.05)
+        assert len(served.get(run).reviews) == 1
