@@ -163,7 +163,7 @@ def test_a_new_result_after_the_notice_is_refused_then_reviewed_and_delivered_on
 
 
 def test_an_approved_event_written_before_the_digest_existed_still_verifies(
-        store: Store, clock: FakeClock) -> None:
+        store: Store, clock: FakeClock, tmp_path: Path) -> None:
     """The event as written before `reviewed` existed (`waivers` always present, nothing
     else), hashed over those exact bytes: decoded and hashed again, it is the same."""
     run_id = _reviewed(store, clock)
@@ -184,6 +184,10 @@ def test_an_approved_event_written_before_the_digest_existed_still_verifies(
     assert events[-1].hash == old_hash
     assert events[0].prev_hash == GENESIS
     verify_run(run_id, events, store.get(run_id))
+    relay = Relay(store, settings=fast(files_root=str(tmp_path)), relay_id="r1",
+                  clock=clock, rand=lambda: 0.0)
+    [sent] = relay.drain()  # an approval that recorded no digest is delivered as before
+    assert (sent.purpose, sent.status) == (Purpose.FINAL, DeliveryStatus.SENT)
 
 
 def test_a_result_changed_in_the_store_after_approval_is_not_delivered(

@@ -110,7 +110,11 @@ class AdoptBody(Body, frozen=True, kw_only=True):
 
 # the reviewed-result digest an answer names (sha256:… or its first 12 or more hex digits):
 # refused (409 result_changed, saying what changed) when the result has changed since
-Digest = Annotated[str, msgspec.Meta(max_length=80)]
+Digest = Annotated[str, msgspec.Meta(max_length=80, description=(
+    "The reviewed-result digest of the result answered, as the review's answer names it "
+    "(`reviewed`: sha256:… or its first 12 hex digits); refused (409 result_changed, "
+    "saying what changed) when the result has changed since. Without it, the result as it "
+    "stands is answered."))]
 
 
 class ApproveBody(Body, frozen=True, kw_only=True):
