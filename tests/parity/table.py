@@ -419,8 +419,20 @@ def _inboxes() -> Iterator[Scenario]:
         yield natural(Op.INBOX, Cls.UNAUTHENTICATED, actor=actor)
 
 
+def _bound_answers() -> Iterator[Scenario]:
+    """Issue 34: an answer names the result it answers by its reviewed-result digest; one
+    written before the result changed (here, before its review) is refused as a conflict
+    (result_changed) at every door that offers it, the store unchanged, and the result's
+    digest as it is now goes through."""
+    for op in (Op.APPROVE, Op.CHANGES):
+        yield Scenario(f"stale_digest_{op}", op, Actor.OWNER, Setup.REVIEWED, Cls.CONFLICT,
+                       args={"reviewed": "stale"})
+        yield Scenario(f"current_digest_{op}", op, Actor.OWNER, Setup.REVIEWED, Cls.OK,
+                       args={"reviewed": "current"})
+
+
 SCENARIOS: Final[tuple[Scenario, ...]] = (
     *_happy(), *_not_the_owner(), *_narrow_tokens(), *_no_live_token(), *_stale_leases(),
     *_owner_blockers(), *_hostile_numbers(), *_unreadable_lines(), *_remote_callers(),
     *_gates(), *_rules(), *_stops(), *_readers(), *_late_workers(), *_handoffs(),
-    *_request_edge(), *_waits(), *_inboxes())
+    *_request_edge(), *_waits(), *_inboxes(), *_bound_answers())

@@ -232,6 +232,7 @@ class Ctx:
     epoch: int | None = None  # the lease epoch w1 was given (stale once restarted)
     key: str = ""  # the idempotency key it was started with (KEYED)
     gate: str = ""  # the gate someone other than the owner declared
+    stale: str = ""  # a reviewed-result digest its result had before its review
     side: Path = field(default_factory=Path)  # a file a command would create
 
 

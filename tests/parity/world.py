@@ -14,6 +14,7 @@ from typing import Protocol
 import waypost
 from tests.delivery_support import fast
 from waypost.core import links as signed_links
+from waypost.core.reviewed import result_digest
 from waypost.delivery.base import RecordingTarget
 from waypost.delivery.policy import give_up
 from waypost.delivery.relay import Relay
@@ -133,9 +134,13 @@ def _ready(world: World, ctx: Ctx, door: Holder, *, gates: tuple[Gate, ...] = ()
 
 
 def _reviewed(world: World, ctx: Ctx, door: Holder) -> Ctx:
+    """Ready, then reviewed: its digest before the review is what a message written at
+    ready named (`Ctx.stale`)."""
     ctx = _ready(world, ctx, door)
+    stale = result_digest(world.store.get(ctx.run))
     world.as_owner(ctx.run).review()
-    return ctx
+    assert stale is not None
+    return dataclasses.replace(ctx, stale=stale)
 
 
 def _gated(world: World, ctx: Ctx, door: Holder) -> Ctx:

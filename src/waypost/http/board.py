@@ -227,12 +227,15 @@ def perform(store: StoreDep, config: ConfigDep, who: Visitor, run_id: str, actio
         operations.adopt_gate(store, who.grant, run_id,
                               _body({"name": _one(fields, "gate") or ""}, shapes.AdoptBody))
     elif operation is Operation.APPROVE:
-        operations.approve(store, who.grant, run_id,
-                           _body({"waivers": _waivers(fields)}, shapes.ApproveBody))
+        operations.approve(store, who.grant, run_id, _body(
+            {"waivers": _waivers(fields), "reviewed": _reviewed(fields)}, shapes.ApproveBody))
+    elif operation is Operation.CHANGES:
+        operations.changes(store, who.grant, run_id, _body(
+            {"reason": _one(fields, "reason") or "", "reviewed": _reviewed(fields)},
+            shapes.ChangesBody))
     else:
         body = _body({"reason": _one(fields, "reason") or ""}, shapes.ReasonBody)
-        chosen = operations.changes if operation is Operation.CHANGES else operations.cancel
-        chosen(store, who.grant, run_id, body)
+        operations.cancel(store, who.grant, run_id, body)
 
 
 def _body(fields: dict[str, Any], shape: type[BodyT]) -> BodyT:
@@ -247,6 +250,13 @@ def _body(fields: dict[str, Any], shape: type[BodyT]) -> BodyT:
 def _one(fields: FormData, key: str) -> str | None:
     values = fields.get(key) or []
     return values[0] if len(values) == 1 else None
+
+
+def _reviewed(fields: FormData) -> str:
+    """The digest of the result the page showed, which its answer forms carry: a form
+    without one is refused (by the use case, after the token's and the run's rules), so
+    an answer from the board is always bound to what its owner saw."""
+    return _one(fields, "reviewed") or ""
 
 
 def _waivers(fields: FormData) -> dict[str, str]:

@@ -14,6 +14,7 @@ store's one write primitive.
     substance.py whether an artifact holds real content
     scanning.py  scanning files for private identifiers (the sanitizer's reading part)
     review.py    the owner's review: every gate re-run, recorded as `rechecked` evidence
+    approval.py  approve and changes bound to the reviewed-result digest they answer
     gates.py     gates added after the start, and adopted by the owner
     handoff.py   resume: a takeover of a silent worker, and the brief for the new one
     retarget.py  the owner changes where the result goes, before delivery
