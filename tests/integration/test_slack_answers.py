@@ -213,7 +213,7 @@ def test_the_workers_identity_and_an_outdated_message_are_refused_saying_why(
     click(base, first, slack_blocks.APPROVE, trigger="3.outdated")  # the first message's
     outdated = outcome(store, "slack:3.outdated")
     assert not outdated.ok
-    assert "the result changed since this message" in outdated.said
+    assert "is not the run's result" in outdated.said
     assert "alice ran a review" in outdated.said
     assert without_answers(url) == before
     shown = message(slack, run)
