@@ -11,6 +11,7 @@ in one place, `waypost.http.errors`). `waypost serve` starts it (`waypost.http.a
     deps.py          the handlers' dependencies
     board.py board_views.py board_render.py board_session.py   the web board
     stream.py        the board's live feed (server-sent events)
+    github_hooks.py  GitHub's webhook: `/waypost` commands on a run's thread, signed
     answering.py     the thread carrying out answers from Slack and GitHub, and the hand-over
     docs.py          the browsable API reference; settings.py what `serve` was told
 """
