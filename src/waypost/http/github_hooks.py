@@ -79,6 +79,9 @@ async def github_webhook(request: Request[Any, Any, Any], store: StoreDep,
         lambda: github_answers.decide(store, project, heard, delivery))
     if isinstance(decided, hub.Ignored):
         return Response({"ok": True, "ignored": decided.reason})
+    if isinstance(decided, github_answers.Replayed):
+        return Response({"ok": True, "accepted": False, "said": "this delivery was taken "
+                         "before; nothing more is done"})
     if isinstance(decided, github_answers.Refusal):
         return _refused(request, heard, decided, delivery)
     state = request.app.state

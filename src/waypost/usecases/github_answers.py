@@ -39,6 +39,13 @@ ACTIONS = {Verb.REVIEW: Action.REVIEW, Verb.APPROVE: Action.APPROVE,
            Verb.CHANGES: Action.CHANGES, Verb.CANCEL: Action.CANCEL}
 
 
+class Replayed(msgspec.Struct, frozen=True, kw_only=True):
+    """A delivery whose answer was stored before (GitHub redelivered it, or someone
+    replayed it): nothing more is done."""
+
+    key: str
+
+
 class Refusal(msgspec.Struct, frozen=True, kw_only=True):
     """A command from a mapped login on a run's thread that is refused before it is
     stored (it does not read, or it does not say which run): shown in the thread."""
@@ -48,9 +55,13 @@ class Refusal(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def decide(store: Store, config: Config, heard: Heard,
-           delivery: str) -> Answer | Refusal | Ignored:
+           delivery: str) -> Answer | Replayed | Refusal | Ignored:
     """The answer `heard` gives (keyed `github:<delivery>`), a `Refusal` to show in the
-    thread, or why it is `Ignored` (nothing stored, nothing shown)."""
+    thread, or why it is `Ignored` (nothing stored, nothing shown); `Replayed` when the
+    delivery's answer was stored before, whatever has happened since."""
+    key = f"{SOURCE}:{delivery}"
+    if store.answer_row(key) is not None:
+        return Replayed(key=key)
     if heard.kind == "review" and not config.github_review_approves:
         return Ignored(reason="an approving review is not an approval here ([answers] "
                               "github_review_approves = false)")
@@ -71,7 +82,7 @@ def decide(store: Store, config: Config, heard: Heard,
         return Refusal(said=f"{len(named)} runs comment on this thread ({', '.join(named)}): "
                             f"name one, e.g. /waypost {heard.command.verb} {named[0]} …",
                        runs=tuple(named))
-    return Answer(source=SOURCE, key=f"{SOURCE}:{delivery}", user=heard.login,
+    return Answer(source=SOURCE, key=key, user=heard.login,
                   action=ACTIONS[heard.command.verb], run=run or named[0],
                   reviewed=heard.command.reviewed, text=heard.command.reason,
                   reply={"repo": heard.repo, "number": str(heard.number),
