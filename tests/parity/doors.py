@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final
 
+from .doors_github import GitHubDoor
 from .doors_local import CliDoor, HookCliDoor, SdkBlockDoor, SdkDoor
 from .doors_mcp import McpHttpDoor, McpStdioDoor
 from .doors_web import BoardDoor, HookHttpDoor, HttpDoor
@@ -21,4 +22,5 @@ DRIVERS: Final[Mapping[Door, type[Driver]]] = {
     Door.BOARD: BoardDoor,
     Door.HOOK_CLI: HookCliDoor,
     Door.HOOK_HTTP: HookHttpDoor,
+    Door.GITHUB: GitHubDoor,
 }

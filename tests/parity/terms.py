@@ -45,10 +45,14 @@ class Door(enum.StrEnum):
     BOARD = "board"  # the board's form posts (cookie + CSRF) and pages
     HOOK_CLI = "hook_cli"  # `waypost hook stop --host claude`
     HOOK_HTTP = "hook_http"  # POST /hooks/claude/stop
+    GITHUB = "github"  # a /waypost comment on the run's pull request, as GitHub delivers it
 
 
 # the authenticated doors: the actor is a bearer token's holder, its role caps what it asks
 TOKEN_DOORS: Final = frozenset({Door.MCP_HTTP, Door.HTTP, Door.BOARD, Door.HOOK_HTTP})
+# the doors of a service's user mapped to an actor: remote callers of the server, as the
+# token doors' are (nothing runs there without --allow-exec)
+SERVICE_DOORS: Final = frozenset({Door.GITHUB})
 
 
 class Op(enum.StrEnum):

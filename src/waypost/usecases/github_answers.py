@@ -34,7 +34,7 @@ from waypost.usecases.answers import Action, Answer, Outcome, Reply, mapped
 
 SOURCE = "github"
 OPEN = (State.IN_PROGRESS, State.BLOCKED, State.READY_FOR_REVIEW, State.APPROVED)
-MOST_RUNS = 2_000  # open runs looked through for the thread's (the newest first)
+MOST_RUNS = 2_000  # runs looked through for the thread's (the most recently updated first)
 ACTIONS = {Verb.REVIEW: Action.REVIEW, Verb.APPROVE: Action.APPROVE,
            Verb.CHANGES: Action.CHANGES, Verb.CANCEL: Action.CANCEL}
 
@@ -70,30 +70,32 @@ def decide(store: Store, config: Config, heard: Heard,
                               "in [answers.github]")
     runs = thread_runs(store, heard.repo, heard.number)
     if not runs:
-        return Ignored(reason=f"no open run comments on {heard.repo}#{heard.number}")
-    named = [r.id for r in runs]
+        return Ignored(reason=f"no run comments on {heard.repo}#{heard.number}")
+    named = tuple(r.id for r in runs)
     if heard.command is None:
-        return Refusal(said=heard.problem or "the command does not read", runs=tuple(named))
+        return Refusal(said=heard.problem or "the command does not read", runs=named)
     run = heard.command.run
     if run is not None and run not in named:
         return Refusal(said=f"run {run} does not comment on this thread; its runs: "
-                            f"{', '.join(named)}", runs=tuple(named))
-    if run is None and len(named) > 1:
-        return Refusal(said=f"{len(named)} runs comment on this thread ({', '.join(named)}): "
-                            f"name one, e.g. /waypost {heard.command.verb} {named[0]} …",
-                       runs=tuple(named))
+                            f"{', '.join(named)}", runs=named)
+    # unnamed: the thread's one open run (or its one run, when none is open)
+    candidates = [r.id for r in runs if r.state in OPEN] or list(named)
+    if run is None and len(candidates) > 1:
+        return Refusal(said=f"{len(candidates)} runs comment on this thread "
+                            f"({', '.join(candidates)}): name one, e.g. "
+                            f"/waypost {heard.command.verb} {candidates[0]} …", runs=named)
     return Answer(source=SOURCE, key=key, user=heard.login,
-                  action=ACTIONS[heard.command.verb], run=run or named[0],
+                  action=ACTIONS[heard.command.verb], run=run or candidates[0],
                   reviewed=heard.command.reviewed, text=heard.command.reason,
                   reply={"repo": heard.repo, "number": str(heard.number),
                          "comment": heard.comment, "kind": heard.kind}, at=heard.at)
 
 
 def thread_runs(store: Store, repo: str, number: int) -> list[Packet]:
-    """The open runs whose target or notify is this issue or pull request (GitHub's names
-    are not case-sensitive), the newest first."""
+    """The runs whose target or notify is this issue or pull request (GitHub's names are
+    not case-sensitive), the most recently updated first."""
     uri = f"github:{repo}#{number}".lower()
-    return [p for p in store.list_runs(states=OPEN, limit=MOST_RUNS)
+    return [p for p in store.list_runs(limit=MOST_RUNS)
             if uri in ((p.target or "").lower(), (p.notify or "").lower())]
 
 
