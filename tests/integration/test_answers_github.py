@@ -275,3 +275,39 @@ def test_a_ping_is_answered_and_a_server_without_the_secret_refuses(
         assert refused.status_code == 503
         assert "GITHUB_WEBHOOK_SECRET is not set" in refused.json()["error"]["message"]
         assert SECRET not in refused.text
+
+
+def test_a_command_that_does_not_read_or_names_no_run_is_refused_in_the_thread(
+        sqlite_url: str, github: FakeGitHub) -> None:
+    with served(sqlite_url, github) as thread:
+        first = ready_run(thread.store)
+        before = dump(sqlite_url)
+        response, _ = thread.say("/waypost approve")  # names no result
+        assert response.status_code == 200
+        assert "must name the result" in response.json()["refused"]
+        assert dump(sqlite_url) == before
+        second = ready_run(thread.store)  # two runs now comment on the thread
+        before = dump(sqlite_url)
+        response, delivery = thread.say("/waypost cancel enough")
+        assert f"name one, e.g. /waypost cancel {second}" in response.json()["refused"]
+        assert first in response.json()["refused"]
+        again, _ = thread.say("/waypost cancel enough", delivery=delivery)  # redelivered
+        assert "refused" in again.json()
+        assert dump(sqlite_url) == before  # nothing stored for any of them
+        deadline = time.monotonic() + WAIT
+        while len(thread.replies()) < 2:  # shown after the response, once per delivery
+            assert time.monotonic() < deadline, thread.replies()
+            time.sleep(0.05)
+        time.sleep(0.3)
+        replies = thread.replies()
+        assert len(replies) == 2
+        assert "must name the result" in replies[0]
+        assert "name one" in replies[1]
+        commands = [c for c in github.thread(REPO, NUMBER) if c["user"]["login"] == "octo-alice"]
+        assert [github.reactions.get(c["id"]) for c in commands] == \
+            [["confused"], ["confused"], None]
+        response, delivery = thread.say(f"/waypost cancel {second} enough")
+        assert response.status_code == 202
+        assert thread.done(delivery).ok
+        assert thread.store.get(second).state is State.CANCELLED
+        assert thread.store.get(first).state is State.READY_FOR_REVIEW
