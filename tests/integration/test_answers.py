@@ -6,6 +6,7 @@ does not act twice. The service doors (Slack, GitHub) are tested on top of this.
 
 from __future__ import annotations
 
+import time
 from datetime import datetime
 from pathlib import Path
 
@@ -154,3 +155,23 @@ def test_the_mapping_is_read_from_waypost_toml(tmp_path: Path) -> None:
         (tmp_path / "waypost.toml").write_text(bad)
         with pytest.raises(InvalidInput):
             load_config(tmp_path)
+
+
+def test_a_server_carries_out_what_was_accepted_before_it_started(tmp_path: Path) -> None:
+    """An answer accepted by a server that stopped before carrying it out (or whose claim
+    expired) is carried out by the next server to start, without a new request."""
+    from tests.http_support import serving_app
+    from waypost.http.settings import ServerConfig
+    from waypost.store import open_store
+
+    url = str(tmp_path / "store.db")
+    with open_store(url) as store:
+        run = _ready(store, FakeClock())
+        answers.accept(store, _answer(run, Action.REVIEW, key="slack:left-behind"))
+    with serving_app(ServerConfig(store_url=url, project=CONFIG)) as (app, _):
+        served: Store = app.state.store
+        deadline = time.monotonic() + 20
+        while answers.outcome_of(served, "slack:left-behind") is None:
+            assert time.monotonic() < deadline, "the answer was not carried out"
+            time.sleep(0.05)
+        assert len(served.get(run).reviews) == 1

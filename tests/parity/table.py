@@ -183,6 +183,11 @@ def _narrow_tokens() -> Iterator[Scenario]:
     for op in sorted(WRITES | {Op.START, Op.READ}):
         yield natural(op, Cls.REFUSED, actor=Actor.OWNER_OTHER_RUN)
     yield natural(Op.LIST, Cls.OK, actor=Actor.OWNER_OTHER_RUN)
+    # README, "Answering by email": a link's session acts on its own run alone
+    for op in sorted(OFFERS[Door.BOARD] - {Op.LIST}):
+        setup, _ = NATURAL[op]
+        yield Scenario(f"owner_by_link_{op}", op, Actor.OWNER_BY_LINK, setup, Cls.REFUSED,
+                       only=frozenset({Door.BOARD}))
 
 
 def _no_live_token() -> Iterator[Scenario]:

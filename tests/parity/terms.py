@@ -109,6 +109,7 @@ class Actor(enum.StrEnum):
     OWNER_AS_VIEWER = "owner_as_viewer"
     OWNER_AS_WATCHER = "owner_as_watcher"
     OWNER_OTHER_RUN = "owner_other_run"  # an owner token for another run only
+    OWNER_BY_LINK = "owner_by_link"  # signed in by an emailed link to another run
     # ... and no live token at all
     NO_TOKEN = "no_token"
     UNKNOWN_TOKEN = "unknown_token"

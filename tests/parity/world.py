@@ -13,12 +13,13 @@ from typing import Protocol
 
 import waypost
 from tests.delivery_support import fast
+from waypost.core import links as signed_links
 from waypost.delivery.base import RecordingTarget
 from waypost.delivery.policy import give_up
 from waypost.delivery.relay import Relay
 from waypost.model import ArtifactRole, BlockerKind, EvidenceKind, Gate, Kind, Verdict
 from waypost.store import open_store
-from waypost.usecases import tokens
+from waypost.usecases import links, tokens
 
 from .dump import Dumper
 from .terms import OWNER, STRANGER, WORKER, Actor, Ctx, Setup
@@ -33,6 +34,9 @@ class Holder(Protocol):
     server holds the epoch of the runs it resumed); others do nothing."""
 
     def hold(self, ctx: Ctx) -> None: ...
+
+
+LINK_SECRET = "parity link secret, long enough to sign"
 
 
 class World:
@@ -70,11 +74,19 @@ class World:
             Actor.OWNER_AS_VIEWER: issue(OWNER, "viewer"),
             Actor.OWNER_AS_WATCHER: issue(OWNER, "watcher"),
             Actor.OWNER_OTHER_RUN: issue(OWNER, "owner", self.decoy),
+            Actor.OWNER_BY_LINK: self._link_session(),
             Actor.UNKNOWN_TOKEN: "wpt_000000000000_" + "x" * 43,
             Actor.REVOKED_TOKEN: revoked,
             Actor.EXPIRED_TOKEN: issue(OWNER, "owner", now=datetime(2020, 1, 1, tzinfo=UTC),
                                        ttl=timedelta(hours=1)),
         }
+
+    def _link_session(self) -> str:
+        """The session an emailed link to the decoy run signs its owner in to."""
+        made = signed_links.make(signed_links.link_for(
+            run=self.decoy, owner=OWNER, delivery_key=f"{self.decoy}.1.ready_for_review",
+            expires_at=datetime.now(UTC) + timedelta(days=1)), LINK_SECRET)
+        return links.use(self.store, made, secret=LINK_SECRET)[0]
 
     # --- runs -------------------------------------------------------------------------
 

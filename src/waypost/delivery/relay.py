@@ -204,8 +204,9 @@ class Relay:
         if rows is None:
             rows = self.store.deliveries([delivery.run_id])
         earlier = tuple(d for d in rows if d.key != delivery.key)
-        outgoing = Outgoing(delivery=delivery, earlier=earlier, document=document.build(
-            packet, delivery, event=event, deny=deny, allow=allow))
+        outgoing = Outgoing(delivery=delivery, earlier=earlier, owner=packet.owner,
+                            document=document.build(packet, delivery, event=event, deny=deny,
+                                                    allow=allow))
         try:
             result = self.targets(delivery.target, self.settings).send(outgoing,
                                                                       at=self.clock())

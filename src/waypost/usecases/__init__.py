@@ -20,6 +20,7 @@ store's one write primitive.
     beats.py     heartbeats sent on a busy worker's behalf
     watchdog.py  the watchdog's sweeps, and a watcher's registration and lease
     tokens.py    bearer tokens for the authenticated doors
+    links.py     an emailed link used: its owner signed in to its run, once
     inbox.py     an owner's inbox: news of its runs, shown once, kept until acknowledged
     answers.py   answers from Slack and GitHub: accepted at once, carried out after, once,
                  as the mapped actor, each bound to the reviewed result
