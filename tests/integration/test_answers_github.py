@@ -136,6 +136,10 @@ def test_a_run_goes_from_ready_to_delivered_by_comments(store_url: str,
         assert thread.store.get(run).state is State.APPROVED
         assert thread.store.get(run).approval.by == "alice"  # type: ignore[union-attr]
         assert thread.statuses()["waypost/run"] == "success"
+        approved = thread.replies()[-1]
+        assert "approve done" in approved
+        assert "the run's target" in approved  # a target URI may hold a secret: never shown
+        assert f"github:{REPO}#{NUMBER}" not in approved
         commands = [c for c in github.thread(REPO, NUMBER) if c["user"]["login"] != "waypost-bot"]
         assert [github.reactions[c["id"]] for c in commands] == [["+1"], ["+1"]]
         relay(thread.store, github).drain()

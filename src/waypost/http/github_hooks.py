@@ -22,9 +22,11 @@ import threading
 from collections import OrderedDict
 from typing import Any, Final
 
+import msgspec
 from anyio import to_thread
 from litestar import Request, Response, post
 from litestar.background_tasks import BackgroundTask
+from litestar.openapi.datastructures import ResponseSpec
 
 from waypost import inputs
 from waypost.delivery import github_commands as hub
@@ -35,9 +37,36 @@ from waypost.http import edge
 from waypost.http.answering import delivery_settings, hand_over
 from waypost.http.api_files import read_at_most
 from waypost.http.deps import ConfigDep, StoreDep
-from waypost.http.errors import document
+from waypost.http.errors import ERRORS, ErrorDocument, document
 from waypost.usecases import github_answers
 
+
+class HookReceipt(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """What the server made of a delivery (GitHub shows it under the webhook's Recent
+    Deliveries)."""
+
+    ok: bool
+    accepted: bool | None = None  # an answer: stored now (202), or before (200)
+    run: str | None = None
+    action: str | None = None
+    ignored: str | None = None  # why it asks nothing of waypost
+    refused: str | None = None  # why the command was refused before it was stored
+    said: str | None = None
+
+
+RESPONSES: Final = {
+    200: ResponseSpec(HookReceipt, description="A ping, a delivery that asks nothing of waypost "
+                      "(and why), one taken before, or a command refused before it was "
+                      "stored (and why).", generate_examples=False),
+    202: ResponseSpec(HookReceipt, description="The command was accepted: it is carried out "
+                      "after, and its outcome shown in the thread.", generate_examples=False),
+    **{status: ERRORS[status] for status in (400, 413, 415, 422)},
+    401: ResponseSpec(ErrorDocument, generate_examples=False, description=(
+        "X-Hub-Signature-256 is not GitHub's signature of the body with this server's "
+        "secret.")),
+    503: ResponseSpec(ErrorDocument, generate_examples=False, description=(
+        "GITHUB_WEBHOOK_SECRET is not set on this server: no delivery is taken.")),
+}
 MAX_BODY: Final = 2 * 1024 * 1024  # bytes; a comment's or a review's delivery is far less
 REMEMBERED: Final = 1_000  # delivery ids whose refusal this process has shown
 NO_SECRET: Final = (f"{hub.SECRET_ENV} is not set on this server: no GitHub webhook is "
@@ -45,8 +74,9 @@ NO_SECRET: Final = (f"{hub.SECRET_ENV} is not set on this server: no GitHub webh
 
 
 @post("/github/webhook", status_code=200, tags=["answers"], opt=edge.takes(*edge.JSON),
-      request_max_body_size=None, summary="GitHub's webhook: a `/waypost` command on a run's "
-      "pull request or issue, authenticated by X-Hub-Signature-256")
+      request_max_body_size=None, responses=RESPONSES, summary="GitHub's webhook: a "
+      "`/waypost` command on a run's pull request or issue, authenticated by "
+      "X-Hub-Signature-256")
 async def github_webhook(request: Request[Any, Any, Any], store: StoreDep,
                          config: ConfigDep) -> Response[Any]:
     secret = os.environ.get(hub.SECRET_ENV, "")
@@ -65,7 +95,7 @@ async def github_webhook(request: Request[Any, Any, Any], store: StoreDep,
     if delivery is None:
         raise InvalidInput("the delivery has no X-GitHub-Delivery id; nothing was done")
     if event == "ping":
-        return Response({"ok": True, "said": "pong: this server takes the webhook"})
+        return Response(HookReceipt(ok=True, said="pong: this server takes the webhook"))
     inputs.nesting(body, "the delivery")
     try:
         payload = json.loads(body)
@@ -73,26 +103,26 @@ async def github_webhook(request: Request[Any, Any, Any], store: StoreDep,
         raise InvalidInput("the delivery's body is not JSON; nothing was done") from exc
     heard = hub.heard(event, payload)
     if isinstance(heard, hub.Ignored):
-        return Response({"ok": True, "ignored": heard.reason})
+        return Response(HookReceipt(ok=True, ignored=heard.reason))
     project = config.project
     decided = await to_thread.run_sync(
         lambda: github_answers.decide(store, project, heard, delivery))
     if isinstance(decided, hub.Ignored):
-        return Response({"ok": True, "ignored": decided.reason})
+        return Response(HookReceipt(ok=True, ignored=decided.reason))
     if isinstance(decided, github_answers.Replayed):
-        return Response({"ok": True, "accepted": False, "said": "this delivery was taken "
-                         "before; nothing more is done"})
+        return Response(HookReceipt(ok=True, accepted=False, said="this delivery was taken "
+                                "before; nothing more is done"))
     if isinstance(decided, github_answers.Refusal):
         return _refused(request, heard, decided, delivery)
     state = request.app.state
     fresh = await to_thread.run_sync(lambda: hand_over(state, store, decided))
-    return Response({"ok": True, "accepted": fresh, "run": decided.run,
-                     "action": str(decided.action)}, status_code=202 if fresh else 200)
+    return Response(HookReceipt(ok=True, accepted=fresh, run=decided.run,
+                            action=str(decided.action)), status_code=202 if fresh else 200)
 
 
 def _refused(request: Request[Any, Any, Any], heard: hub.Heard,
-             refusal: github_answers.Refusal, delivery: str) -> Response[Any]:
-    said = {"ok": False, "refused": refusal.said}
+             refusal: github_answers.Refusal, delivery: str) -> Response[HookReceipt]:
+    said = HookReceipt(ok=False, refused=refusal.said)
     if not _first_time(request, delivery):
         return Response(said)
     settings = _settings(request)
