@@ -267,6 +267,14 @@ def test_an_approving_review_counts_only_where_configured(sqlite_url: str,
         assert "must name the reviewed result" in outcome.said
         assert "must name the reviewed result" in thread.replies()[-1]
         assert thread.store.get(run).state is State.READY_FOR_REVIEW
+        _, delivery = thread.say("/waypost review")
+        digest = digest_in(thread.replies()[-1]) if thread.done(delivery).ok else ""
+        named = Hookshot.review(REPO, NUMBER, "octo-alice", f"/waypost approve {digest}\n\n"
+                                "Looks right to me.", ident=79)
+        assert thread.hook.send("pull_request_review", named,
+                                delivery="review-79").status_code == 202
+        assert thread.done("review-79").ok
+        assert thread.store.get(run).state is State.APPROVED
 
 
 def test_a_ping_is_answered_and_a_server_without_the_secret_refuses(

@@ -24,6 +24,7 @@ import msgspec
 from waypost.config import Config
 from waypost.core.gates import current_review, verdicts
 from waypost.delivery import github_reply
+from waypost.delivery.github import NO_TOKEN
 from waypost.delivery.github_commands import Heard, Ignored, Verb
 from waypost.delivery.settings import DeliverySettings
 from waypost.durations import utcnow
@@ -105,8 +106,10 @@ def reply(store: Store, settings: DeliverySettings, *,
 
     def show(answer: Answer, outcome: Outcome) -> None:
         place = place_of(answer.reply)
-        if place is None or not settings.github_token:
+        if place is None:
             return
+        if not settings.github_token:
+            raise RuntimeError(f"{NO_TOKEN}: the outcome is not shown on GitHub")
         shown = github_reply.Shown(run=answer.run, action=str(answer.action), ok=outcome.ok,
                                    actor=outcome.actor, said=_withheld(store, answer.run,
                                                                        outcome.said),
@@ -125,7 +128,7 @@ def show_refusal(settings: DeliverySettings, heard: Heard, refusal: Refusal, *,
                  at: datetime) -> list[str]:
     """A `Refusal` shown in the thread (confused, and why); what could not be shown."""
     if not settings.github_token:
-        return ["GITHUB_TOKEN is not set (nor [delivery] github_token)"]
+        return [NO_TOKEN]
     place = github_reply.Place(repo=heard.repo, number=heard.number, comment=heard.comment,
                                kind=heard.kind)
     verb = str(heard.command.verb) if heard.command else "command"
