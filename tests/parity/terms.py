@@ -50,9 +50,8 @@ class Door(enum.StrEnum):
 
 # the authenticated doors: the actor is a bearer token's holder, its role caps what it asks
 TOKEN_DOORS: Final = frozenset({Door.MCP_HTTP, Door.HTTP, Door.BOARD, Door.HOOK_HTTP})
-# the doors of a service's user mapped to an actor: remote callers of the server, as the
-# token doors' are (nothing runs there without --allow-exec)
-SERVICE_DOORS: Final = frozenset({Door.GITHUB})
+# the doors of `waypost serve`: what a remote caller asks, the server runs only as allowed
+REMOTE_DOORS: Final = TOKEN_DOORS | {Door.GITHUB}
 
 
 class Op(enum.StrEnum):

@@ -170,6 +170,8 @@ def _check_bound(run: Run, answer: Answer) -> None:
     """Refuse an approval or a change request that does not name the result as it stands."""
     packet = run.packet
     digest = result_digest(packet)
+    if digest is None:  # no result to bind to: the verb refuses it, as at every door
+        return
     if not answer.reviewed:
         raise InvalidInput(f"an answer from {answer.source} must name the reviewed result it "
                            "answers", hint="answer from the run's latest message")
