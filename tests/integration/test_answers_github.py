@@ -236,6 +236,7 @@ def test_an_answer_to_an_outdated_result_is_refused_saying_what_changed(
         worker = runs.Run(thread.store, run, actor="w1")
         runs.Run(thread.store, run, actor="alice").changes("one more case")
         worker.ready(PRIVATE + " and one more case", public_summary=PUBLIC)  # a new result
+        runs.Run(thread.store, run, actor="alice").review(config=Config())
         before = dump(sqlite_url)
         _, delivery = thread.say(f"/waypost approve {old}")
         outcome = thread.done(delivery)

@@ -97,9 +97,13 @@ class GitHubDoor(Driver):
             return next(self.numbers)
         return int(notify.rsplit("#", 1)[1])
 
-    def _digest(self, run: str) -> str:
+    def _digest(self, call: Call) -> str:
+        """The digest the comment names: the one the scenario gives (`stale`: the result's
+        before its review), else the result's as the thread now shows it."""
+        if call.args.get("reviewed") == "stale":
+            return str(getattr(call.ctx, "stale"))  # noqa: B009 (a field of bound answers)
         try:
-            digest = result_digest(self.world.store.get(run))
+            digest = result_digest(self.world.store.get(call.ctx.run))
         except WaypostError:
             digest = None
         return short(digest) if digest else NO_RESULT
@@ -135,10 +139,10 @@ class GitHubDoor(Driver):
         return self._say(call, "review")
 
     def approve(self, call: Call) -> Cls:
-        return self._say(call, f"approve {self._digest(call.ctx.run)}")
+        return self._say(call, f"approve {self._digest(call)}")
 
     def changes(self, call: Call) -> Cls:
-        return self._say(call, f"changes {self._digest(call.ctx.run)} {REASON}")
+        return self._say(call, f"changes {self._digest(call)} {REASON}")
 
     def cancel(self, call: Call) -> Cls:
         return self._say(call, f"cancel {REASON}")
