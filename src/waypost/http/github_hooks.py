@@ -17,6 +17,7 @@ share the thread) is shown there after the response, once per delivery this proc
 from __future__ import annotations
 
 import json
+import logging
 import os
 import threading
 from collections import OrderedDict
@@ -30,7 +31,6 @@ from litestar.openapi.datastructures import ResponseSpec
 
 from waypost import inputs
 from waypost.delivery import github_commands as hub
-from waypost.delivery.settings import DeliverySettings
 from waypost.durations import utcnow
 from waypost.errors import InvalidInput, Unauthenticated
 from waypost.http import edge
@@ -38,6 +38,7 @@ from waypost.http.answering import delivery_settings, hand_over
 from waypost.http.api_files import read_at_most
 from waypost.http.deps import ConfigDep, StoreDep
 from waypost.http.errors import ERRORS, ErrorDocument, document
+from waypost.http.settings import ServerConfig
 from waypost.usecases import github_answers
 
 
@@ -69,6 +70,7 @@ RESPONSES: Final = {
 }
 MAX_BODY: Final = 2 * 1024 * 1024  # bytes; a comment's or a review's delivery is far less
 REMEMBERED: Final = 1_000  # delivery ids whose refusal this process has shown
+log = logging.getLogger("waypost.answers")
 NO_SECRET: Final = (f"{hub.SECRET_ENV} is not set on this server: no GitHub webhook is "
                     "taken; nothing was done")
 
@@ -125,9 +127,18 @@ def _refused(request: Request[Any, Any, Any], heard: hub.Heard,
     said = HookReceipt(ok=False, refused=refusal.said)
     if not _first_time(request, delivery):
         return Response(said)
-    settings = _settings(request)
-    task = BackgroundTask(github_answers.show_refusal, settings, heard, refusal, at=utcnow())
+    task = BackgroundTask(_show_refusal, request.app.state.config, heard, refusal)
     return Response(said, background=task)
+
+
+def _show_refusal(config: ServerConfig, heard: hub.Heard,
+                  refusal: github_answers.Refusal) -> None:
+    """Shown after the response, in a thread (best effort: nothing was stored)."""
+    problems = github_answers.show_refusal(delivery_settings(config), heard, refusal,
+                                           at=utcnow())
+    if problems:
+        log.warning("github: could not show a refusal in %s#%s: %s", heard.repo,
+                    heard.number, "; ".join(problems))
 
 
 _remembered_lock = threading.Lock()
@@ -146,7 +157,3 @@ def _first_time(request: Request[Any, Any, Any], delivery: str) -> bool:
         while len(seen) > REMEMBERED:
             seen.popitem(last=False)
         return True
-
-
-def _settings(request: Request[Any, Any, Any]) -> DeliverySettings:
-    return delivery_settings(request.app.state.config)
