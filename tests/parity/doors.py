@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final
 
+from .doors_github import GitHubDoor
 from .doors_local import CliDoor, HookCliDoor, SdkBlockDoor, SdkDoor
 from .doors_mcp import McpHttpDoor, McpStdioDoor
 from .doors_slack import SlackDoor
@@ -23,4 +24,5 @@ DRIVERS: Final[Mapping[Door, type[Driver]]] = {
     Door.HOOK_CLI: HookCliDoor,
     Door.HOOK_HTTP: HookHttpDoor,
     Door.SLACK: SlackDoor,
+    Door.GITHUB: GitHubDoor,
 }

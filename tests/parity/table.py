@@ -59,6 +59,7 @@ OFFERS: Final[Mapping[Door, frozenset[Op]]] = {
     Door.HOOK_CLI: frozenset({Op.STOP}),
     Door.HOOK_HTTP: frozenset({Op.STOP}),
     Door.SLACK: frozenset({Op.REVIEW, Op.APPROVE, Op.CHANGES, Op.CANCEL}),
+    Door.GITHUB: frozenset({Op.REVIEW, Op.APPROVE, Op.CHANGES, Op.CANCEL}),
 }
 
 _TEXT_DURATIONS: Final = {"max_silence": Carry.TEXT, "expect": Carry.TEXT,

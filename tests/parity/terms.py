@@ -46,12 +46,13 @@ class Door(enum.StrEnum):
     HOOK_CLI = "hook_cli"  # `waypost hook stop --host claude`
     HOOK_HTTP = "hook_http"  # POST /hooks/claude/stop
     SLACK = "slack"  # a Slack button's click, POST /slack/actions, signed as Slack signs
+    GITHUB = "github"  # a /waypost comment on the run's pull request, as GitHub delivers it
 
 
 # the authenticated doors: the actor is a bearer token's holder, its role caps what it asks
 TOKEN_DOORS: Final = frozenset({Door.MCP_HTTP, Door.HTTP, Door.BOARD, Door.HOOK_HTTP})
 # the doors of `waypost serve`: what a remote caller asks, the server runs only as allowed
-REMOTE_DOORS: Final = TOKEN_DOORS | {Door.SLACK}
+REMOTE_DOORS: Final = TOKEN_DOORS | {Door.SLACK, Door.GITHUB}
 
 
 class Op(enum.StrEnum):

@@ -48,6 +48,8 @@ class World:
         self.folder = folder
         self.store = open_store(url, create=True)
         self.dump = Dumper(url)  # the whole store, as it stands
+        # where each run started here is followed (its notify), by a door that answers there
+        self.thread: Callable[[], str | None] = lambda: None
         self.decoy = self.start().id  # the run another run's token is for
         self.tokens: Mapping[Actor, str] = self._issue()
 
@@ -93,7 +95,8 @@ class World:
               deadline: str | None = None, gates: tuple[Gate, ...] = (),
               worker: str | None = None) -> waypost.Run:
         run, _ = waypost.start(self.store, "Fix the flaky login test", actor=OWNER,
-                               owner=OWNER, target="none:", kind=Kind.LONG_RUNNING,
+                               owner=OWNER, target="none:", notify=self.thread(),
+                               kind=Kind.LONG_RUNNING,
                                max_silence=SILENCE, idempotency_key=key, session=session,
                                deadline=deadline, gates=gates, worker=worker)
         return run

@@ -7,14 +7,13 @@ reviewed result as it now is."""
 from __future__ import annotations
 
 import logging
-import os
+from collections.abc import Callable
 
 from waypost.delivery import slack_blocks
 from waypost.delivery.rest import Failed
-from waypost.delivery.settings import load_settings
+from waypost.delivery.settings import DeliverySettings
 from waypost.delivery.slack import escape, update_message
 from waypost.durations import utcnow
-from waypost.http.settings import ServerConfig
 from waypost.usecases.answers import Action, Answer, Outcome, Reply
 
 log = logging.getLogger("waypost.answers")
@@ -23,10 +22,9 @@ DONE = {Action.REVIEW: "reviewed", Action.APPROVE: "approved",
         Action.INPUT: "sent the input"}
 
 
-def slack_reply(config: ServerConfig) -> Reply:
-    """The reply of answers from Slack, for a server told `config`."""
-    path = config.project.path
-    start = os.path.dirname(path) if path else None
+def slack_reply(settings: Callable[[], DeliverySettings]) -> Reply:
+    """The reply of answers from Slack, with the relay's settings as `settings` finds them
+    when each reply is made (the bot token and the API base)."""
 
     def reply(answer: Answer, outcome: Outcome) -> None:
         channel, ts = answer.reply.get("channel"), answer.reply.get("ts")
@@ -37,7 +35,7 @@ def slack_reply(config: ServerConfig) -> Reply:
         text = f"{shown}\n{said}" if shown else said
         blocks = slack_blocks.outcome_blocks(shown, said, waiting(answer, outcome))
         try:
-            update_message(load_settings(start), channel, ts, text, blocks, at=utcnow())
+            update_message(settings(), channel, ts, text, blocks, at=utcnow())
         except Failed as failed:
             log.warning("answers: the Slack message %s in %s was not updated: %s", ts,
                         channel, failed.attempt.detail)

@@ -29,5 +29,6 @@ store's one write primitive.
     reading.py   the read model: a run, its events and artifacts as their reader may see them
     a2a.py       a packet as an A2A v1 Task
     waiting.py   `wait`: runs followed on the store's change cursor, one follower per store
+    github_answers.py  a `/waypost` command on GitHub decided into an answer, its reply
     commands.py  a refusal's next step as the `waypost` command line a shell user types
 """
