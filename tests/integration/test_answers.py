@@ -28,9 +28,9 @@ CONFIG = Config(slack_users=(("UOWNER1", "alice"), ("UWORKER1", "w1")),
 EXPOSURE = facing_network(allow_exec=False, outbound=())
 
 
-def _ready(store: Store, clock: FakeClock) -> str:
+def _ready(store: Store, clock: FakeClock, target: str = "none:") -> str:
     run, _ = starting.start(store, "Fix the flaky login test", actor="alice", owner="alice",
-                            target="none:", kind=Kind.LONG_RUNNING, max_silence=3600,
+                            target=target, kind=Kind.LONG_RUNNING, max_silence=3600,
                             clock=clock)
     worker = runs.Run(store, run.id, actor="w1", clock=clock)
     worker.claim()
@@ -175,3 +175,17 @@ def test_a_server_carries_out_what_was_accepted_before_it_started(tmp_path: Path
             assert time.monotonic() < deadline, "the answer was not carried out"
             time.sleep(0.05)
         assert len(served.get(run).reviews) == 1
+
+
+def test_an_outcome_never_shows_the_runs_target_or_notify_uri(store: Store,
+                                                              clock: FakeClock) -> None:
+    """An outcome is shown in a channel or a thread others read; a webhook's URL may hold
+    its secret."""
+    secret = "https://hooks.example.com/services/T0/B0/s3cr3t-in-the-url"
+    run = _ready(store, clock, target=secret)
+    _do(store, _answer(run, Action.REVIEW))
+    digest = result_digest(store.get(run))
+    approved = _do(store, _answer(run, Action.APPROVE, key="slack:2", reviewed=digest))
+    assert approved.ok, approved
+    assert "s3cr3t" not in approved.said
+    assert "the run's target" in approved.said

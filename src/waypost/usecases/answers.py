@@ -155,7 +155,7 @@ def _act(run: Run, answer: Answer, config: Config,
         return packet, f"review {report.review}: {gates or 'no gates'} ({verdict})"
     if action is Action.APPROVE:
         packet = run.approve(reviewed=answer.reviewed)
-        return packet, f"approved; the result goes to {packet.target}"
+        return packet, "approved; the result goes to the run's target"
     text = _text(answer)
     if action is Action.CHANGES:
         return run.changes(text, reviewed=answer.reviewed), f"changes requested: {text}"
@@ -197,8 +197,19 @@ def _done_before(store: Store, answer: Answer, actor: str) -> bool:
 
 
 def _ok(answer: Answer, actor: str, packet: Packet, said: str) -> Outcome:
-    return Outcome(ok=True, said=f"{actor} ({answer.source} {answer.user}): {said}",
-                   code="ok", actor=actor, digest=result_digest(packet), state=packet.state)
+    said = withheld(packet, f"{actor} ({answer.source} {answer.user}): {said}")
+    return Outcome(ok=True, said=said, code="ok", actor=actor, digest=result_digest(packet),
+                   state=packet.state)
+
+
+def withheld(packet: Packet | None, said: str) -> str:
+    """`said` without the run's target and notify URIs: an outcome is shown in a channel or
+    a thread others read, and a webhook's URL may hold a secret."""
+    for uri, name in ((packet.target, "the run's target"), (packet.notify, "its notify")) \
+            if packet is not None else ():
+        if uri:
+            said = said.replace(uri, name)
+    return said
 
 
 def _refused(store: Store, answer: Answer, actor: str | None, exc: WaypostError) -> Outcome:
@@ -207,7 +218,8 @@ def _refused(store: Store, answer: Answer, actor: str | None, exc: WaypostError)
     except WaypostError:
         packet = None
     hint = exc.hint_with(command)
-    return Outcome(ok=False, said=exc.message + (f" ({hint})" if hint else ""), code=exc.code,
+    said = withheld(packet, exc.message + (f" ({hint})" if hint else ""))
+    return Outcome(ok=False, said=said, code=exc.code,
                    actor=actor, digest=result_digest(packet) if packet else None,
                    state=packet.state if packet else None)
 

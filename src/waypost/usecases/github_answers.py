@@ -111,8 +111,7 @@ def reply(store: Store, settings: DeliverySettings, *,
         if not settings.github_token:
             raise RuntimeError(f"{NO_TOKEN}: the outcome is not shown on GitHub")
         shown = github_reply.Shown(run=answer.run, action=str(answer.action), ok=outcome.ok,
-                                   actor=outcome.actor, said=_withheld(store, answer.run,
-                                                                       outcome.said),
+                                   actor=outcome.actor, said=outcome.said,
                                    state=outcome.state, digest=outcome.digest,
                                    gates=_gates(store, answer, outcome))
         problems = github_reply.show(place, shown, token=settings.github_token,
@@ -144,19 +143,6 @@ def place_of(where: dict[str, str]) -> github_reply.Place | None:
         return None
     return github_reply.Place(repo=where["repo"], number=int(number),
                               comment=where["comment"], kind=where.get("kind", "comment"))
-
-
-def _withheld(store: Store, run_id: str, said: str) -> str:
-    """`said` without the run's target and notify URIs (a webhook's URL may hold a
-    secret; a thread on GitHub may be public)."""
-    try:
-        packet = store.get(run_id)
-    except WaypostError:
-        return said
-    for uri, name in ((packet.target, "the run's target"), (packet.notify, "its notify")):
-        if uri:
-            said = said.replace(uri, name)
-    return said
 
 
 def _gates(store: Store, answer: Answer, outcome: Outcome) -> tuple[tuple[str, str], ...]:
