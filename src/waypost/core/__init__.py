@@ -14,6 +14,8 @@ an event and the moments passed in, so it is tested without a database.
     observed.py   the observed view: liveness, watch coverage, delivery, in words
     waiting.py    what a parent waits for (what needs the parent), and how a wait ends
     inbox.py      which events are news for a run's owner (the inbox's items)
+    statement.py  a run's in-toto statement: subjects and its checkpoint predicate
+    signing.py    Ed25519 keys and DSSE envelopes (the one module that loads cryptography)
 
     access.py     what a bearer token's role lets its holder ask for
     readers.py    what each reader of a run sees (everything, or the public view)

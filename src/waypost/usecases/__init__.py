@@ -28,4 +28,7 @@ store's one write primitive.
     a2a.py       a packet as an A2A v1 Task
     waiting.py   `wait`: runs followed on the store's change cursor, one follower per store
     commands.py  a refusal's next step as the `waypost` command line a shell user types
+    keys.py      signing keys: made, listed, exported as a keyring, retired, loaded to sign
+    bundles.py   `export`: a run as one signed tar, streamed blob by blob
+    verifying.py `verify-bundle`: a bundle checked with no store, the first break named
 """
