@@ -17,7 +17,7 @@ from in_toto_attestation.v1 import statement_pb2
 from in_toto_attestation.v1.statement import Statement as InTotoStatement
 from securesystemslib.dsse import Envelope as SslibEnvelope
 from securesystemslib.exceptions import VerificationError
-from securesystemslib.signer import SSlibKey
+from securesystemslib.signer import SSlibKey  # type: ignore[attr-defined]  # public, re-exported without __all__
 
 from tests.bundle_support import (
     Members,
@@ -130,8 +130,9 @@ def test_each_kind_of_tampering_is_named(bundle: tuple[Path, str], db: Store, ed
     path = bundle[0]
     parts = members(path)
     lines = member(parts, EVENTS).splitlines(keepends=True)
-    if edit == "event_byte":  # the actor of event 3, one byte
-        lines[2] = lines[2].replace(b'"actor":"w1"', b'"actor":"w2"')
+    if edit == "event_byte":  # the time of event 3, one byte: it still replays
+        assert b"03:04:05" in lines[2]
+        lines[2] = lines[2].replace(b"03:04:05", b"03:04:06", 1)
     elif edit == "event_removed":
         del lines[2]
     elif edit == "events_reordered":
@@ -151,6 +152,8 @@ def test_each_kind_of_tampering_is_named(bundle: tuple[Path, str], db: Store, ed
     parts = replaced(parts, STATEMENT, json.dumps(envelope).encode())
     report = checked(rewrite(path, parts), ring(db))
     assert (report.outcome, report.seq, report.ok) == (outcome, seq, False), report.message
+    if edit == "event_byte":
+        assert "hash mismatch" in report.message
     assert report.member == {Outcome.CHAIN: EVENTS, Outcome.PACKET: "packet.json",
                              Outcome.SIGNATURE: STATEMENT}[outcome]
 
@@ -219,8 +222,9 @@ def test_a_retired_key_verifies_what_it_signed_before_and_signs_nothing_after(
         keys.load_signer(db, path=str(tmp_path / "k.pem"), env=None)
     # a signature made after the key's retirement (by its stolen private half) is refused
     late = tmp_path / "late.tar"
-    export(db, run_id, str(late), sign,
-           now=keys.find(db, sign.record.keyid).retired_at + timedelta(seconds=1))  # type: ignore[operator]
+    retired_at = keys.find(db, sign.record.keyid).retired_at
+    assert retired_at is not None
+    export(db, run_id, str(late), sign, now=retired_at + timedelta(seconds=1))
     report = checked(late, ring(db))
     assert (report.outcome, report.member) == (Outcome.SIGNATURE, STATEMENT)
     assert "retired" in report.message
@@ -249,3 +253,24 @@ def test_the_keys_never_hold_a_private_half(db: Store, tmp_path: Path) -> None:
     signer(db, tmp_path)
     assert b"PRIVATE" not in to_json(keys.keyring(db))
     assert b"PRIVATE" not in (tmp_path / ".waypost" / "w.db").read_bytes()
+
+
+def test_pae_is_the_dsse_specification_s() -> None:
+    """The specification's own test vector (protocol.md)."""
+    assert signing.pae("http://example.com/HelloWorld", b"hello world") == (
+        b"DSSEv1 29 http://example.com/HelloWorld 11 hello world")
+    assert signing.pae("é", b"") == b"DSSEv1 2 \xc3\xa9 0 "  # lengths count bytes
+
+
+def test_a_signature_by_the_right_key_over_another_payload_type_is_refused(
+        db: Store, tmp_path: Path) -> None:
+    run_id = delivered_run(db, FakeClock(), tmp_path)
+    sign = signer(db, tmp_path)
+    path, _ = exported(db, run_id, tmp_path, sign)
+    parts = members(path)
+    payload = signing.payload_of(signing.read_envelope(member(parts, STATEMENT)))
+    other = signing.sign(payload, sign.key, payload_type="application/json")
+    report = checked(rewrite(path, replaced(parts, STATEMENT, signing.envelope_json(other))),
+                     ring(db))
+    assert (report.outcome, report.member) == (Outcome.SIGNATURE, STATEMENT)
+    assert "payload type" in report.message

@@ -30,13 +30,15 @@ def test_keys_are_made_listed_exported_and_retired(cli: Cli, tmp_path: Path) -> 
                              "--json"))
     assert (tmp_path / "ci.pem").stat().st_mode & 0o777 == 0o600
     again = cli("keys", "generate", "--holder", "ci", "--out", "ci.pem")
-    assert again.code == 5 and "never overwritten" in again.err
+    assert again.code == 5
+    assert "never overwritten" in again.err
     assert made["keyid"][:16] in cli.ok("keys", "ls")
     pem = cli.ok("keys", "export", made["keyid"][:12])
     assert pem.startswith("-----BEGIN PUBLIC KEY-----")
     cli.ok("keys", "retire", made["keyid"])
     [key] = json.loads(cli.ok("keys", "export", "--keyring"))["keys"]
-    assert key["retired_at"] is not None and "PRIVATE" not in json.dumps(key)
+    assert key["retired_at"] is not None
+    assert "PRIVATE" not in json.dumps(key)
 
 
 def test_export_then_verify_bundle_exits_with_the_documented_codes(
@@ -68,7 +70,8 @@ def test_export_refuses_a_key_file_others_may_read(cli: Cli, delivered: str,
     cli.ok("keys", "generate", "--holder", "store", "--out", "k.pem")
     (tmp_path / "k.pem").chmod(0o644)
     refused = cli("export", delivered, "-o", "run.tar", "--key-file", "k.pem")
-    assert refused.code == 3 and "chmod 600" in refused.err
+    assert refused.code == 3
+    assert "chmod 600" in refused.err
     assert not (tmp_path / "run.tar").exists()
     assert not (tmp_path / "run.tar.partial").exists()
 
