@@ -4,6 +4,7 @@ an event and the moments passed in, so it is tested without a database.
     moves.py      the transition table: which move each state allows, and where it leads
     authority.py  who may make each move (owner, fenced worker, transferee, watchdog, relay)
     machine.py    apply(packet, event) -> packet, and fold(events)
+    growing.py    evidence appended in constant time while a fold runs
     gates.py      what a review records and whether the run may be approved
     reviewed.py   the reviewed-result digest an answer names, and what changed since
     outbox.py     which deliveries an event causes

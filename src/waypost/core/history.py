@@ -13,10 +13,11 @@ from typing import Protocol, cast
 import msgspec
 
 from waypost.core import outbox
+from waypost.core.growing import growing, settled
 from waypost.core.machine import apply
 from waypost.core.writes import RunWrite, Snapshot
 from waypost.errors import IntegrityError, WaypostError
-from waypost.events import AnyEventData, BlockerOpened, Event, Heartbeat, Nudged
+from waypost.events import AnyEventData, BlockerOpened, Event, Heartbeat, Nudged, Started
 from waypost.model import (
     BlockerKind,
     NudgeTopic,
@@ -201,7 +202,8 @@ def verify_chain(run_id: str, events: Iterable[Event],
                  seen: Callable[[Packet, Event], None] | None = None) -> Packet:
     """Recompute every hash and link of a run's chain and fold it; the fold, or
     IntegrityError naming the run and the first broken seq. `seen(packet, event)` is told
-    each event with the packet it leaves."""
+    each event with the packet it leaves (its evidence may be growing: `settled` keeps one,
+    see `core/growing`)."""
     prev = GENESIS
     packet: Packet | None = None
     for expected_seq, event in enumerate(events, start=1):
@@ -220,9 +222,11 @@ def verify_chain(run_id: str, events: Iterable[Event],
             packet = apply(packet, event)
         except WaypostError as exc:
             raise IntegrityError(f"{where}: does not replay: {exc.message}") from exc
+        if isinstance(event.data, Started):
+            packet = growing(packet)
         if seen is not None:
             seen(packet, event)
         prev = event.hash
     if packet is None:
         raise IntegrityError(f"run {run_id}: no events")
-    return packet
+    return settled(packet)

@@ -21,6 +21,7 @@ from typing import Any, Final
 import msgspec
 
 from waypost.core.gates import current_review, verdicts
+from waypost.core.growing import settled
 from waypost.core.reviewed import result_digest
 from waypost.events import Approved, Delivered, Event
 from waypost.model import Packet, Receipt, to_json
@@ -132,9 +133,9 @@ class Marks:
 
     def seen(self, after: Packet, event: Event) -> None:
         if isinstance(event.data, Approved):
-            self.approved = after
-        elif isinstance(event.data, Delivered):
-            self.sent = self._last
+            self.approved = settled(after)
+        elif isinstance(event.data, Delivered) and self._last is not None:
+            self.sent = settled(self._last)
         self._last = after
 
 
