@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import msgspec
+
 from waypost.core.growing import Growing, appended, growing, settled
 from waypost.core.history import GENESIS, make_event, verify_chain
 from waypost.core.machine import apply, fold
 from waypost.core.statement import Marks
-from waypost.events import Approved, Claimed, Event, EventData, EvidenceRecorded, Started
+from waypost.events import AnyEventData, Approved, Claimed, Event, EvidenceRecorded, Started
 from waypost.model import Assurance, Evidence, EvidenceKind, Kind, Packet, Verdict, to_json
 
 AT = datetime(2026, 1, 2, tzinfo=UTC)
@@ -19,9 +21,9 @@ def _events(count: int) -> list[Event]:
     out: list[Event] = []
     packet: Packet | None = None
 
-    def add(data: EventData, actor: str, epoch: int | None = None) -> None:
+    def add(data: AnyEventData, actor: str, epoch: int | None = None) -> None:
         nonlocal packet
-        event = make_event(packet, "wp_g", data, actor=actor, at=AT,  # type: ignore[arg-type]
+        event = make_event(packet, "wp_g", data, actor=actor, at=AT,
                            epoch=epoch, prev_hash=out[-1].hash if out else GENESIS)
         packet = apply(packet, event)
         out.append(event)
@@ -73,8 +75,6 @@ def test_a_packet_kept_during_a_fold_keeps_its_evidence() -> None:
     assert all(type(p.evidence) is tuple for p in kept)
     marks = Marks()
     marks.seen(growing(kept[-1]), events[-1])
-    marks.seen(growing(kept[-1]), events[-1].__class__(**{
-        **{f: getattr(events[-1], f) for f in events[-1].__struct_fields__},
-        "data": Approved()}))
+    marks.seen(growing(kept[-1]), msgspec.structs.replace(events[-1], data=Approved()))
     assert marks.approved is not None
     assert type(marks.approved.evidence) is tuple

@@ -342,7 +342,7 @@ def _whole(file: IO[bytes], member: tarfile.TarInfo, limit: int) -> bytes:
     if member.size > limit:
         raise Broken(Outcome.MALFORMED, f"{member.name} is larger than {limit} bytes",
                      member=member.name)
-    return file.read(limit)
+    return file.read(member.size)  # no more: a read preallocates what it is asked for
 
 
 def _in_order(members: Sequence[str]) -> bool:
