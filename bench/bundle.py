@@ -1,4 +1,4 @@
-"""9. A run handed to anyone: `waypost export` and `verify-bundle` of a run with 10,000
+"""13. A run handed to anyone: `waypost export` and `verify-bundle` of a run with 10,000
 events and 100 MB of blobs, beside their floors, with the memory each holds at its peak;
 and the fold at 1,000 and 10,000 evidence items, per event.
 
@@ -151,7 +151,7 @@ def run(folder: Path, *, rounds: int, events: int = 10_000, blob_mb: int = 100,
         STORE_VERIFY: functools.partial(_seconds, lambda: verify_run(
             run_id, store.events(run_id), store.get(run_id))),
     }
-    section = Section(key="bundle", title=f"9. Export and verify-bundle ({events:,} events, "
+    section = Section(key="bundle", title=f"13. Export and verify-bundle ({events:,} events, "
                       f"{blob_mb} MB of blobs)", unit="ms", higher_is_better=False,
                       figures=figures(interleave(subjects, rounds)))
     section.add_ratio("export / tar of the same bytes", EXPORT, TAR_FLOOR)

@@ -84,14 +84,14 @@ STEPS: dict[str, Step] = {
     "delivery": lambda d, b: pending.delivery(d, rounds=b.delivery_rounds,
                                               batch=b.delivery_batch),
     "scan": lambda d, b: scan.run(d, rounds=b.scan_rounds),
-    "bundle": lambda d, b: bundle.run(d, rounds=b.bundle_rounds, events=b.bundle_events,
-                                      blob_mb=b.bundle_mb),
     "http": lambda d, b: http_api.run(d, rounds=b.writer_rounds, seconds=b.writer_seconds),
     "serve": lambda d, b: serve_load.run(d, rounds=b.writer_rounds, seconds=b.writer_seconds,
                                          stored=b.board_runs),
     "bounds": lambda d, b: serve_bounds.run(d, rounds=b.writer_rounds,
                                             seconds=b.writer_seconds),
     "waiters": lambda d, b: waiters.run(d, rounds=b.writer_rounds, seconds=b.writer_seconds),
+    "bundle": lambda d, b: bundle.run(d, rounds=b.bundle_rounds, events=b.bundle_events,
+                                      blob_mb=b.bundle_mb),
 }
 
 

@@ -34,6 +34,7 @@ from tests.bundle_support import (
 )
 from tests.helpers import FakeClock
 from waypost.core import signing
+from waypost.core.reviewed import result_digest
 from waypost.core.statement import PREDICATE_TYPE, decode, encode, statement_schema
 from waypost.model import to_json
 from waypost.store import Store, open_store
@@ -94,7 +95,11 @@ def test_an_independent_dsse_verifier_and_in_toto_s_statement_accept_it(
     assert statement.pb.predicate_type == PREDICATE_TYPE
     assert statement.pb.predicate["run"] == run_id
     approval = statement.pb.predicate["approval"]
-    assert approval["reviewed"].startswith("sha256:")
+    assert approval["reviewed"] == result_digest(db.get(run_id))
+    [url] = statement.pb.predicate["url_artifacts"]
+    assert url["url"] == "https://example.org/build/42"
+    assert {e["assurance"] for e in statement.pb.predicate["evidence"]} == {"recorded",
+                                                                          "rechecked"}
     # another key's signature is refused by the same independent verifier
     other = SSlibKey.from_crypto(signing.new_private_key().public_key(), keyid=record.keyid)
     again = json.loads(member(members(path), STATEMENT))
@@ -274,3 +279,21 @@ def test_a_signature_by_the_right_key_over_another_payload_type_is_refused(
                      ring(db))
     assert (report.outcome, report.member) == (Outcome.SIGNATURE, STATEMENT)
     assert "payload type" in report.message
+
+
+def test_a_run_not_yet_delivered_exports_without_a_result_document(
+        db: Store, tmp_path: Path) -> None:
+    from waypost.model import EvidenceKind
+    from waypost.usecases import runs, starting
+
+    run, _ = starting.start(db, "Halfway", actor="alice", owner="alice", target="none:",
+                            clock=FakeClock())
+    worker = runs.Run(db, run.id, actor="w1", clock=FakeClock())
+    worker.claim()
+    worker.record_command(["python3", "-c", "print('log line')"], kind=EvidenceKind.TEST)
+    path, done = exported(db, run.id, tmp_path, signer(db, tmp_path))
+    names = [n for n, _ in members(path)]
+    assert "result.json" not in names
+    assert done.blobs == 1  # the command's log
+    report = checked(path, ring(db))
+    assert (report.outcome, report.blobs) == (Outcome.VERIFIED, 1)
