@@ -11,6 +11,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import jsonschema
+import msgspec
 import pytest
 from google.protobuf import json_format
 from in_toto_attestation.v1 import statement_pb2
@@ -195,7 +196,6 @@ def test_a_statement_re_signed_by_another_key_to_say_more_is_named(
     parts = members(path)
     payload = signing.payload_of(signing.read_envelope(member(parts, STATEMENT)))
     given = decode(payload)
-    import msgspec
 
     lie = msgspec.structs.replace(given, predicate=msgspec.structs.replace(
         given.predicate, owner="mallory"))
@@ -297,3 +297,33 @@ def test_a_run_not_yet_delivered_exports_without_a_result_document(
     assert done.blobs == 1  # the command's log
     report = checked(path, ring(db))
     assert (report.outcome, report.blobs) == (Outcome.VERIFIED, 1)
+
+
+def test_a_second_signature_by_a_key_the_bundle_carries_leaves_it_verified(
+        db: Store, bundle: tuple[Path, str]) -> None:
+    """Room for co-signers: the store's pinned signature verifies the bundle, and another
+    key's signature (carried in the bundle) must verify too; one by a key that is neither
+    pinned nor carried is refused."""
+    path = bundle[0]
+    parts = members(path)
+    envelope = signing.read_envelope(member(parts, STATEMENT))
+    payload = signing.payload_of(envelope)
+    cosigner = signing.new_private_key()
+    both = msgspec.structs.replace(envelope, signatures=(
+        *envelope.signatures, *signing.sign(payload, cosigner).signatures))
+    keyid = signing.keyid(cosigner.public_key())
+    manifest = member(parts, "manifest.json").replace(
+        b'"statement.dsse.json"', f'"keys/{keyid}.pem","statement.dsse.json"'.encode())
+    carried = [*[(n, d) for n, d in parts if n != STATEMENT],
+               (f"keys/{keyid}.pem", signing.public_pem(cosigner.public_key()).encode()),
+               (STATEMENT, signing.envelope_json(both))]
+    order = ["manifest.json", *json.loads(manifest)["members"]]
+    carried = sorted(replaced(carried, "manifest.json", manifest),
+                     key=lambda part: order.index(part[0]))
+    report = checked(rewrite(path, carried), ring(db))
+    assert (report.outcome, len(report.signers)) == (Outcome.VERIFIED, 2)
+    uncarried = [p for p in carried if p[0] != f"keys/{keyid}.pem"]
+    uncarried = replaced(uncarried, "manifest.json", member(parts, "manifest.json"))
+    refused = checked(rewrite(path, uncarried), ring(db))
+    assert (refused.outcome, refused.member) == (Outcome.SIGNATURE, STATEMENT)
+    assert "neither pinned nor in the bundle" in refused.message

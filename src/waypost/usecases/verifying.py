@@ -285,19 +285,22 @@ class _Check:
                          member=STATEMENT)
         if not envelope.signatures:
             raise Broken(Outcome.SIGNATURE, "the statement is not signed", member=STATEMENT)
-        keys = self.pinned or self.embedded
         good: list[PublicKey] = []
-        for sig in envelope.signatures:
-            key = keys.get(sig.keyid)
+        for sig in envelope.signatures[:MAX_KEYS]:
+            key = self.pinned.get(sig.keyid) or self.embedded.get(sig.keyid)
             if key is None:
                 raise Broken(Outcome.SIGNATURE, f"signed by key {sig.keyid[:16]}, which is "
-                             + ("not pinned (an unknown key)" if self.pinned
-                                else "not in the bundle"), member=STATEMENT)
+                             "neither pinned nor in the bundle", member=STATEMENT)
             if not signing.verifies(envelope, sig, signing.read_public(key.public_key, "key")):
                 raise Broken(Outcome.SIGNATURE, f"the signature by key {sig.keyid[:16]} does "
                              "not verify: the statement or its signature was altered",
                              member=STATEMENT)
             good.append(key)
+        if self.pinned and not any(k.keyid in self.pinned for k in good):
+            signers = ", ".join(k.keyid[:16] for k in good)
+            raise Broken(Outcome.SIGNATURE, f"signed by key {signers}, which is not pinned "
+                         "(an unknown key): no signature is by a key given with --key or "
+                         "--keyring", member=STATEMENT)
         return good
 
     def _validity(self, signers: list[PublicKey], given: Statement) -> None:
