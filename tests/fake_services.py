@@ -1,6 +1,7 @@
 """Local stand-ins for the Slack Web API and GitHub's REST API, on 127.0.0.1, speaking
 their documented request and response shapes (Slack: HTTP 200 with `ok: true|false` and an
-`error`, 429 with Retry-After, `metadata` on messages, `include_all_metadata`, cursors;
+`error`, 429 with Retry-After, `metadata` and `blocks` on messages (a chat.update without
+blocks keeps them), `include_all_metadata`, cursors;
 GitHub: Bearer tokens, `Link: <…>; rel="next"` pages, 401 Bad credentials, 404 Not Found,
 403 with x-ratelimit-remaining 0). Both fail on command:
 
@@ -140,6 +141,7 @@ class FakeSlack(FaultyApi):
         self.counter = 0
         self.history_limited = 0  # this many history/replies calls answer 429 first
         self.hook_posts: list[str] = []  # texts posted to the incoming webhook
+        self.updates: list[dict[str, Any]] = []  # each message as a chat.update left it
         self.hook = f"{self.url}/services/T0WAY/B0POST/not-a-real-secret"
 
     def messages(self, run_id: str | None = None) -> list[dict[str, Any]]:
@@ -178,6 +180,8 @@ class FakeSlack(FaultyApi):
                    "text": args.get("text", ""), "metadata": args.get("metadata")}
         if args.get("thread_ts"):
             message["thread_ts"] = args["thread_ts"]
+        if args.get("blocks") is not None:
+            message["blocks"] = args["blocks"]
         channel.append(message)
         return {"ok": True, "channel": args["channel"], "ts": message["ts"], "message": message}
 
@@ -186,8 +190,11 @@ class FakeSlack(FaultyApi):
         if message is None:
             return {"ok": False, "error": "message_not_found"}
         message["text"] = args.get("text", "")
+        if args.get("blocks") is not None:  # left out: the message keeps its blocks
+            message["blocks"] = args["blocks"]
         if args.get("metadata"):
             message["metadata"] = args["metadata"]
+        self.updates.append(dict(message))
         return {"ok": True, "channel": args["channel"], "ts": message["ts"],
                 "text": message["text"]}
 
@@ -222,8 +229,11 @@ class FakeGitHub(FaultyApi):
         self.prefix = prefix
         self.comments: dict[tuple[str, int], list[dict[str, Any]]] = {}
         self.statuses: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        self.pulls: dict[tuple[str, int], str] = {}  # a pull request's head sha
+        self.reactions: dict[int, list[str]] = {}  # a comment's reactions, in order
         self.counter = 0
         self.api = self.url + prefix
+        self.login = "waypost-bot"  # whom the token comments as
 
     def limited(self, kind: str) -> Answer:
         if kind == "429":
@@ -236,9 +246,12 @@ class FakeGitHub(FaultyApi):
         for n in range(count):
             self._add(repo, number, f"someone else's comment {n}")
 
-    def _add(self, repo: str, number: int, body: str) -> dict[str, Any]:
+    def _add(self, repo: str, number: int, body: str, login: str | None = None
+             ) -> dict[str, Any]:
         self.counter += 1
         comment = {"id": 1000 + self.counter, "body": body,
+                   "user": {"login": login or self.login, "type": "User"},
+                   "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                    "html_url": f"https://github.example/{repo}/issues/{number}"}
         self.comments.setdefault((repo, number), []).append(comment)
         return comment
@@ -261,6 +274,14 @@ class FakeGitHub(FaultyApi):
                     comment["body"] = body["body"]
                     return 200, {}, comment
             return 404, {}, {"message": "Not Found"}
+        if (m := re.fullmatch(r"issues/comments/(\d+)/reactions", rest)) and method == "POST":
+            return self._react(int(m.group(1)), body)
+        if (m := re.fullmatch(r"pulls/(\d+)", rest)) and method == "GET":
+            sha = self.pulls.get((repo, int(m.group(1))))
+            if sha is None:  # an issue, or nothing: GitHub answers 404 for both
+                return 404, {}, {"message": "Not Found"}
+            return 200, {}, {"number": int(m.group(1)), "state": "open",
+                             "head": {"sha": sha, "ref": "feature"}}
         if (m := re.fullmatch(r"statuses/([0-9a-f]{40})", rest)) and method == "POST":
             status = {**body, "id": len(self.statuses) + 1}
             self.statuses.setdefault((repo, m.group(1)), []).append(status)
@@ -281,3 +302,90 @@ class FakeGitHub(FaultyApi):
         with self.lock:
             return [c for cs in self.comments.values() for c in cs
                     if f"<!-- waypost run={run_id} " in c["body"]]
+
+    REACTIONS = ("+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes")
+
+    def _react(self, ident: int, body: Any) -> Answer:
+        """A reaction on an issue comment: 201 made, 200 when this one was there already,
+        422 for content GitHub does not take, 404 for no such comment."""
+        if not any(c["id"] == ident for cs in self.comments.values() for c in cs):
+            return 404, {}, {"message": "Not Found"}
+        content = (body or {}).get("content")
+        if content not in self.REACTIONS:
+            return 422, {}, {"message": "Validation Failed"}
+        made = {"id": ident * 10, "content": content, "user": {"login": self.login}}
+        if content in self.reactions.get(ident, []):
+            return 200, {}, made
+        self.reactions.setdefault(ident, []).append(content)
+        return 201, {}, made
+
+    def say(self, repo: str, number: int, login: str, body: str) -> dict[str, Any]:
+        """A comment someone writes in the thread (on GitHub, by hand)."""
+        with self.lock:
+            return self._add(repo, number, body, login)
+
+    def thread(self, repo: str, number: int) -> list[dict[str, Any]]:
+        with self.lock:
+            return [dict(c) for c in self.comments.get((repo, number), [])]
+
+
+class Hookshot:
+    """GitHub's side of a webhook: deliveries of `issue_comment`, `pull_request_review`
+    and `ping` in the documented payload shapes, signed as GitHub signs them
+    (`X-Hub-Signature-256`: `sha256=` and the HMAC-SHA256 of the body sent, hex) and sent
+    to `url` with `X-GitHub-Event` and `X-GitHub-Delivery`."""
+
+    def __init__(self, url: str, secret: str) -> None:
+        self.url = url
+        self.secret = secret
+        self.sent = 0
+
+    @staticmethod
+    def signature(secret: str, body: bytes) -> str:
+        import hashlib
+        import hmac
+
+        return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+
+    def send(self, event: str, payload: Any, *, delivery: str | None = None,
+             signature: str | None = None) -> Any:
+        import uuid
+
+        import httpx
+
+        body = json.dumps(payload).encode()
+        self.sent += 1
+        headers = {"content-type": "application/json", "user-agent": "GitHub-Hookshot/1",
+                   "x-github-event": event,
+                   "x-github-delivery": delivery or str(uuid.uuid4()),
+                   "x-github-hook-id": "1",
+                   "x-hub-signature-256": signature or self.signature(self.secret, body)}
+        return httpx.post(self.url, content=body, headers=headers, timeout=30)
+
+    @staticmethod
+    def repository(repo: str) -> dict[str, Any]:
+        owner, name = repo.split("/")
+        return {"id": 1, "name": name, "full_name": repo, "owner": {"login": owner}}
+
+    @classmethod
+    def comment(cls, repo: str, number: int, comment: dict[str, Any], *,
+                pull: bool = True) -> dict[str, Any]:
+        """`issue_comment` (created) for `comment`, as the fake keeps it."""
+        issue: dict[str, Any] = {"number": number, "title": "a change", "state": "open",
+                                 "user": {"login": "someone"}}
+        if pull:
+            issue["pull_request"] = {"url": f"https://api.github.example/repos/{repo}/pulls/"
+                                            f"{number}"}
+        return {"action": "created", "issue": issue, "comment": comment,
+                "repository": cls.repository(repo), "sender": comment["user"]}
+
+    @classmethod
+    def review(cls, repo: str, number: int, login: str, body: str, *, ident: int = 77,
+               state: str = "approved", sha: str = "0" * 40) -> dict[str, Any]:
+        """`pull_request_review` (submitted)."""
+        review = {"id": ident, "body": body, "state": state, "commit_id": sha,
+                  "user": {"login": login, "type": "User"},
+                  "submitted_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+        return {"action": "submitted", "review": review,
+                "pull_request": {"number": number, "head": {"sha": sha}},
+                "repository": cls.repository(repo), "sender": review["user"]}

@@ -14,7 +14,8 @@
     │                                  this user may not read)
     ├── Conflict                    5  idempotency key reuse, version conflict
     │   ├── IdempotencyConflict
-    │   └── VersionConflict
+    │   ├── VersionConflict
+    │   └── ResultChanged              an answer names a result that has changed since
     ├── StoreError                  1  the backend failed (the driver error is the cause)
     ├── StoreBusy                  75  the store stayed locked past the wait limit: try again
     ├── StoreUnreachable           75  the store's database server did not answer: try again
@@ -246,6 +247,13 @@ class VersionConflict(Conflict):
     """The packet changed since it was read."""
 
     code = "version_conflict"
+
+
+class ResultChanged(Conflict):
+    """An answer (approve, request changes) names, by its reviewed-result digest, a result
+    that is no longer the run's: the message says what changed since."""
+
+    code = "result_changed"
 
 
 class StoreError(WaypostError):

@@ -84,8 +84,9 @@ class AuthorityTransferred(EventData, tag="authority_transferred", frozen=True, 
     to: str
 
 
-class Approved(EventData, tag="approved", frozen=True, kw_only=True):
-    waivers: tuple[Waiver, ...] = ()
+class Approved(EventData, tag="approved", frozen=True, kw_only=True, omit_defaults=True):
+    waivers: tuple[Waiver, ...]  # always written, as before `reviewed` existed
+    reviewed: str | None = None  # the reviewed-result digest approved (`core.reviewed`)
 
 
 class Cancelled(EventData, tag="cancelled", frozen=True, kw_only=True):

@@ -52,3 +52,24 @@ def test_a_claim_takes_at_most_its_limit_oldest_first(store: Store) -> None:
         _accept(store, f"github:{i}", T0 + timedelta(seconds=5 - i))
     claimed = store.claim_answers("one", now=T0, lease_s=60, limit=2)
     assert [r.key for r in claimed] == ["github:4", "github:3"]
+
+
+def test_a_pruned_runs_answers_go_with_it(store: Store) -> None:
+    from tests.delivery_support import approved_run
+    from tests.helpers import FakeClock
+    from waypost.delivery.relay import Relay
+    from waypost.model import Kind, State
+    from waypost.usecases import starting
+
+    clock = FakeClock()
+    gone = approved_run(store, clock)
+    Relay(store, clock=clock).drain()
+    assert store.get(gone).state is State.DELIVERED
+    kept, _ = starting.start(store, "still going", actor="alice", owner="alice",
+                             target="none:", kind=Kind.BOUNDED, clock=clock)
+    for key, run in (("slack:gone", gone), ("slack:kept", kept.id)):
+        store.accept_answer(key, source="slack", run_id=run, body=b"{}", at=T0)
+    store.prune(before=clock() + timedelta(seconds=1), states=[State.DELIVERED],
+                blobs_before=clock())
+    assert store.answer_row("slack:gone") is None
+    assert store.answer_row("slack:kept") is not None

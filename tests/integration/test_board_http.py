@@ -172,14 +172,55 @@ def test_the_owner_reviews_and_approves_with_a_waiver_from_the_page(board: Board
         page = owner.get(f"/runs/{board.run}").text
         assert "rechecked" in page
         approved = owner.post(f"/runs/{board.run}/approve",
-                              data={"csrf": csrf, "gate": "report", "reason": "checked by hand"},
-                              headers=own)
+                              data={"csrf": csrf, "gate": "report", "reason": "checked by hand",
+                                    "reviewed": _digest(page)}, headers=own)
         assert approved.status_code == 303, approved.text
     assert board.state() == "approved"
     with open_store(board.store_url) as store:
         approval = store.get(board.run).approval
     assert approval is not None
     assert [(w.gate, w.reason) for w in approval.waivers] == [("report", "checked by hand")]
+
+
+def _digest(page: str) -> str:
+    """The reviewed-result digest the page's answer forms carry (each the same)."""
+    carried: set[str] = set(re.findall(r'<input type="hidden" name="reviewed" value="([^"]*)">',
+                                       page))
+    assert len(carried) == 1, carried
+    [digest] = carried
+    assert f'<dd id="reviewed"><code>{digest}</code></dd>' in page  # shown, as carried
+    return digest
+
+
+def test_an_answer_from_a_page_shown_before_the_result_changed_is_refused(
+        board: Board) -> None:
+    """The page's forms carry the digest of the result it showed: once a review changes
+    the result, an answer from the old page is refused saying what changed; the page as it
+    is now answers it."""
+    with board.client(board.owner) as owner:
+        own = {"Origin": board.server.url}
+        page = owner.get(f"/runs/{board.run}").text
+        csrf, old = _csrf(page), _digest(page)
+        assert owner.post(f"/runs/{board.run}/review", data={"csrf": csrf},
+                          headers=own).status_code == 303
+        before = board.version()
+        for action, fields in (("approve", {}), ("changes", {"reason": "not yet"})):
+            refused = owner.post(f"/runs/{board.run}/{action}",
+                                 data={"csrf": csrf, "reviewed": old, **fields}, headers=own)
+            assert refused.status_code == 409
+            assert "result_changed" in refused.text
+            assert "alice ran a review" in refused.text
+        missing = owner.post(f"/runs/{board.run}/changes",
+                             data={"csrf": csrf, "reason": "not yet"}, headers=own)
+        assert missing.status_code == 422
+        assert board.version() == before
+        now = _digest(owner.get(f"/runs/{board.run}").text)
+        assert now != old
+        sent_back = owner.post(f"/runs/{board.run}/changes",
+                               data={"csrf": csrf, "reviewed": now, "reason": "one more test"},
+                               headers=own)
+        assert sent_back.status_code == 303, sent_back.text
+    assert board.state() == "in_progress"
 
 
 def test_a_refused_action_shows_the_page_with_the_reason(board: Board) -> None:

@@ -3,7 +3,9 @@ one user, refuses addresses and fails on command (`tests.fake_smtp.SmtpServer`).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -134,3 +136,66 @@ def test_a_mailto_notify_target_gets_each_notice(db: Store, clock: FakeClock,
     assert isinstance(body, bytes)
     assert f"run {run_id} is ready for review" in body.decode()
     assert PRIVATE not in body.decode()
+
+
+def _body(message: Any) -> str:
+    body = message.get_payload(decode=True)
+    assert isinstance(body, bytes)
+    return str(body.decode())
+
+
+LINK_SECRET = "l" * 40
+
+
+def test_a_ready_for_review_mail_carries_the_owners_link_the_same_on_every_retry(
+        db: Store, clock: FakeClock, smtp: SmtpServer) -> None:
+    from waypost.core import links
+
+    run_id = approved_run(db, clock, notify=f"mailto:{TO}")
+    smtp.script.append("accept_timeout")  # kept, answer lost: the relay sends it again
+    settings = {"board_url": "https://board.example/", "link_secret": LINK_SECRET}
+    relay(db, clock, smtp, **settings).drain()
+    drain_until_settled(relay(db, clock, smtp, **settings), clock)
+    notices = [_body(m) for m in smtp.received if "ready_for_review" in m["Subject"]]
+    assert len(notices) == 2
+    found = [re.findall(r"https://board\.example/link/(\S+)", body) for body in notices]
+    assert found[0] == found[1]
+    assert len(found[0]) == 1
+    link = links.read(found[0][0], LINK_SECRET, now=clock.now)
+    assert (link.run, link.owner) == (run_id, "alice")
+    [notice] = [d for d in db.deliveries([run_id]) if d.topic == "ready_for_review"]
+    assert link.expires_at == notice.created_at.replace(microsecond=0) + timedelta(days=7)
+    assert "signed in as alice for this run alone" in notices[0]
+
+
+@pytest.mark.parametrize(("settings", "said"), [
+    ({"board_url": "https://board.example"},
+     "Review it on the board: https://board.example/runs/{run}"),
+    ({"link_secret": LINK_SECRET}, "Review it where waypost runs, with the command below"),
+])
+def test_without_a_board_or_a_secret_the_mail_says_where_to_review_and_has_no_link(
+        db: Store, clock: FakeClock, smtp: SmtpServer, settings: dict[str, Any],
+        said: str) -> None:
+    run_id = approved_run(db, clock, notify=f"mailto:{TO}")
+    relay(db, clock, smtp, **settings).drain()
+    [notice] = [_body(m) for m in smtp.received if "ready_for_review" in m["Subject"]]
+    assert said.format(run=run_id) in notice
+    assert "/link/" not in notice
+    assert f"next: waypost review {run_id}" in notice
+
+
+def test_the_links_lifetime_is_configured_and_its_secret_comes_from_the_environment_alone(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from waypost.delivery.settings import load_settings
+
+    (tmp_path / "waypost.toml").write_text('[delivery]\nlink_ttl = "2d"\n')
+    monkeypatch.setenv("WAYPOST_LINK_SECRET", LINK_SECRET)
+    settings = load_settings(tmp_path)
+    assert (settings.link_ttl, settings.link_secret) == (2 * 86400.0, LINK_SECRET)
+    assert LINK_SECRET not in repr(settings)
+    monkeypatch.setenv("WAYPOST_LINK_SECRET", "short")
+    with pytest.raises(InvalidInput, match="at least 32 characters"):
+        load_settings(tmp_path)
+    (tmp_path / "waypost.toml").write_text(f'[delivery]\nlink_secret = "{LINK_SECRET}"\n')
+    with pytest.raises(InvalidInput, match="unknown key"):
+        load_settings(tmp_path)

@@ -3,6 +3,7 @@ command (`tests.fake_services.FakeSlack`): one message per delivery, whatever wa
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -21,6 +22,7 @@ from tests.delivery_support import (
 from tests.fake_services import FakeSlack
 from tests.helpers import FakeClock
 from waypost.core import receipts
+from waypost.core.reviewed import result_digest
 from waypost.delivery.relay import Relay
 from waypost.model import (
     BlockerKind,
@@ -205,3 +207,52 @@ def test_text_from_the_packet_can_never_mention_everyone_or_open_a_link(
     assert "<https://" not in message["text"]
     assert "&lt;!channel&gt; see &lt;https://evil.example|the fix&gt; &amp; more" in \
         message["text"]
+
+
+def buttons(message: dict[str, Any]) -> dict[str, str]:
+    """action_id -> value of every button of `message`."""
+    return {e["action_id"]: e["value"] for b in message.get("blocks") or ()
+            if b["type"] == "actions" for e in b["elements"]}
+
+
+def test_a_waiting_notice_carries_buttons_bound_to_what_it_shows(
+        db: Store, clock: FakeClock, slack: FakeSlack) -> None:
+    uri = f"slack:{CHANNEL}"
+    run, _ = starting.start(db, "Ship the fix", actor="alice", owner="alice", target=uri,
+                            notify=uri, kind=Kind.LONG_RUNNING, max_silence=3600, clock=clock)
+    worker = runs.Run(db, run.id, actor="w1", clock=clock)
+    worker.claim()
+    sender = relay(db, clock, slack)
+    _, blocker = worker.block(BlockerKind.MISSING_INPUT, "which staging host?")
+    sender.drain()
+    [notice] = slack.messages(run.id)
+    assert buttons(notice) == {
+        "waypost_send": json.dumps({"run": run.id, "blocker": blocker}, separators=(",", ":")),
+        "waypost_cancel": json.dumps({"run": run.id}, separators=(",", ":"))}
+    assert [b["block_id"] for b in notice["blocks"] if b["type"] == "input"] == \
+        ["waypost_input"]
+    assert notice["blocks"][0]["text"]["text"] == notice["text"]
+    runs.Run(db, run.id, actor="alice", clock=clock).unblock(blocker, "staging-2")
+    worker.report_evidence(EvidenceKind.TEST, Verdict.PASSED, "pytest -q: 3 passed")
+    worker.ready(PRIVATE, public_summary=PUBLIC)
+    sender.drain()
+    [updated] = slack.messages(run.id)
+    digest = result_digest(db.get(run.id))
+    value = json.dumps({"run": run.id, "reviewed": digest}, separators=(",", ":"))
+    assert buttons(updated) == {"waypost_review": value, "waypost_approve": value,
+                                "waypost_changes": value, "waypost_cancel": value}
+    assert PRIVATE not in json.dumps(updated)
+    owner = runs.Run(db, run.id, actor="alice", clock=clock)
+    owner.review()
+    owner.approve()
+    sender.drain()
+    _, final = slack.messages(run.id)
+    assert "blocks" not in final  # the final result waits for nobody
+
+
+def test_an_incoming_webhook_notice_links_the_runs_page_on_the_board(
+        db: Store, clock: FakeClock, slack: FakeSlack) -> None:
+    run_id = approved_run(db, clock, notify=f"slack-webhook:{slack.hook}")
+    relay(db, clock, slack, board_url="https://board.example/").drain()
+    [text] = slack.hook_posts
+    assert text.endswith(f"answer on the board: <https://board.example/runs/{run_id}|{run_id}>")

@@ -72,8 +72,12 @@ def test_a_remote_worker_and_owner_take_a_run_to_delivery_over_http(
             reviewed = owner.ok(f"/api/runs/{run}/review")
             assert reviewed["approvable"] is True
             assert {g["gate"] for g in reviewed["gates"]} >= {"report", "clean"}
-            assert owner.ok(f"/api/runs/{run}/approve")["state"] == "approved"
+            assert reviewed["reviewed"].startswith("sha256:")  # what approve names
+            approved = owner.ok(f"/api/runs/{run}/approve", {"reviewed": reviewed["reviewed"]})
+            assert approved["state"] == "approved"
             events = owner.get(f"/api/runs/{run}/events", limit=500).json()["events"]
+            [approval] = [e["data"] for e in events if e["data"]["type"] == "approved"]
+            assert approval["reviewed"] == reviewed["reviewed"]
             actors = {e["data"]["type"]: e["actor"] for e in events}
             assert actors["claimed"] == actors["marked_ready"] == "worker-1"
             assert actors["approved"] == "alice"

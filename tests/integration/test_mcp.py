@@ -142,8 +142,10 @@ def test_a_whole_flow_start_artifact_evidence_ready_review_approve(tmp_path: Pat
         async with server(store, "alice") as alice:
             review = await call(alice, "review", run=run)
             assert review["approvable"] is True
-            approved = await call(alice, "approve", run=run)
+            assert review["next_call"]["arguments"]["reviewed"] in review["reviewed"]
+            approved = await call(alice, "approve", run=run, reviewed=review["reviewed"])
             assert approved["state"] == "approved"
+            assert approved["approval"]["reviewed"] == review["reviewed"]
         with model_store(store) as opened:
             packet = opened.get(run)
             assert packet.state == "approved"

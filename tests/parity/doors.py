@@ -5,8 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final
 
+from .doors_github import GitHubDoor
 from .doors_local import CliDoor, HookCliDoor, SdkBlockDoor, SdkDoor
 from .doors_mcp import McpHttpDoor, McpStdioDoor
+from .doors_slack import SlackDoor
 from .doors_web import BoardDoor, HookHttpDoor, HttpDoor
 from .driver import Driver
 from .terms import Door
@@ -21,4 +23,6 @@ DRIVERS: Final[Mapping[Door, type[Driver]]] = {
     Door.BOARD: BoardDoor,
     Door.HOOK_CLI: HookCliDoor,
     Door.HOOK_HTTP: HookHttpDoor,
+    Door.SLACK: SlackDoor,
+    Door.GITHUB: GitHubDoor,
 }

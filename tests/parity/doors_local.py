@@ -40,6 +40,7 @@ from .driver import (
     gate_name,
     number,
     number_text,
+    reviewed,
     seen,
     target,
     title,
@@ -127,10 +128,13 @@ class SdkDoor(Driver):
         return sdk_class(lambda: self._run(call).review())
 
     def approve(self, call: Call) -> Cls:
-        return sdk_class(lambda: self._run(call).approve())
+        digest = reviewed(call, self.world)
+        return sdk_class(lambda: self._run(call).approve(reviewed=digest))
 
     def changes(self, call: Call) -> Cls:
-        return sdk_class(lambda: self._run(call).changes("add a test for the empty case"))
+        digest = reviewed(call, self.world)
+        return sdk_class(lambda: self._run(call).changes("add a test for the empty case",
+                                                         reviewed=digest))
 
     def transfer(self, call: Call) -> Cls:
         authority, to = transfer(call)
@@ -307,11 +311,15 @@ class CliDoor(Driver):
         return cli_class(code, err)
 
     def approve(self, call: Call) -> Cls:
-        return self._cli(call, "approve", call.ctx.run)
+        return self._cli(call, "approve", call.ctx.run, *self._reviewed(call))
 
     def changes(self, call: Call) -> Cls:
         return self._cli(call, "changes", call.ctx.run, "--reason",
-                         "add a test for the empty case")
+                         "add a test for the empty case", *self._reviewed(call))
+
+    def _reviewed(self, call: Call) -> list[str]:
+        digest = reviewed(call, self.world)
+        return [] if digest is None else ["--reviewed", digest]
 
     def transfer(self, call: Call) -> Cls:
         authority, to = transfer(call)

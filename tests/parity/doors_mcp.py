@@ -39,6 +39,7 @@ from .driver import (
     gate_check,
     gate_name,
     number_text,
+    reviewed,
     seen,
     target,
     title,
@@ -267,11 +268,15 @@ class McpStdioDoor(Driver):
         return self.tool(call, "review", run=call.ctx.run)
 
     def approve(self, call: Call) -> Cls:
-        return self.tool(call, "approve", run=call.ctx.run)
+        return self.tool(call, "approve", run=call.ctx.run, **self._reviewed(call))
 
     def changes(self, call: Call) -> Cls:
         return self.tool(call, "request_changes", run=call.ctx.run,
-                         reason="add a test for the empty case")
+                         reason="add a test for the empty case", **self._reviewed(call))
+
+    def _reviewed(self, call: Call) -> dict[str, str]:
+        digest = reviewed(call, self.world)
+        return {} if digest is None else {"reviewed": digest}
 
     def transfer(self, call: Call) -> Cls:
         authority, to = transfer(call)

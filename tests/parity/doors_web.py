@@ -32,7 +32,9 @@ from .driver import (
     gate_check,
     gate_name,
     number_text,
+    reviewed,
     seen,
+    shown,
     target,
     title,
     transfer,
@@ -186,10 +188,15 @@ class HttpDoor(WebDoor):
         return self._command(call, "review")
 
     def approve(self, call: Call) -> Cls:
-        return self._command(call, "approve", {"waivers": {}})
+        return self._command(call, "approve", {"waivers": {}, **self._reviewed(call)})
 
     def changes(self, call: Call) -> Cls:
-        return self._command(call, "changes", {"reason": "add a test for the empty case"})
+        return self._command(call, "changes", {"reason": "add a test for the empty case",
+                                               **self._reviewed(call)})
+
+    def _reviewed(self, call: Call) -> dict[str, str]:
+        digest = reviewed(call, self.world)
+        return {} if digest is None else {"reviewed": digest}
 
     def transfer(self, call: Call) -> Cls:
         authority, to = transfer(call)
@@ -285,10 +292,15 @@ class BoardDoor(WebDoor):
         return self._act(call, "review")
 
     def approve(self, call: Call) -> Cls:
-        return self._act(call, "approve")
+        return self._act(call, "approve", {"reviewed": self._page_digest(call)})
 
     def changes(self, call: Call) -> Cls:
-        return self._act(call, "changes", {"reason": "add a test for the empty case"})
+        return self._act(call, "changes", {"reason": "add a test for the empty case",
+                                           "reviewed": self._page_digest(call)})
+
+    def _page_digest(self, call: Call) -> str:
+        """The digest the run page's answer forms carry (the scenario's, if it names one)."""
+        return reviewed(call, self.world) or shown(self.world, call.ctx.run)
 
     def cancel(self, call: Call) -> Cls:
         return self._act(call, "cancel", {"reason": "the test was deleted upstream"})

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import ClassVar, Final
 
+from waypost.core.reviewed import result_digest
 from waypost.errors import (
     Conflict,
     InvalidInput,
@@ -135,6 +136,28 @@ def transfer(call: Call) -> tuple[str, str]:
     """The authority a transfer hands over, and to whom: approve to bob unless the scenario
     names another."""
     return str(call.args.get("authority", "approve")), str(call.args.get("to", "bob"))
+
+
+NEVER_REVIEWED = "0" * 64  # a digest no result ever had
+
+
+def reviewed(call: Call, world: World) -> str | None:
+    """The reviewed-result digest an answer names: the scenario's (`stale`: the one its
+    result had before its review; `current`: the result's now), else None (the door's
+    default: the result as it stands)."""
+    which = call.args.get("reviewed")
+    if which is None:
+        return None
+    return call.ctx.stale if which == "stale" else shown(world, call.ctx.run)
+
+
+def shown(world: World, run: str) -> str:
+    """The digest a run's page shows now (which its forms carry): one no result had when
+    the run has none, or is missing, so the rules answer as they would."""
+    try:
+        return result_digest(world.store.get(run)) or NEVER_REVIEWED
+    except NotFound:
+        return NEVER_REVIEWED
 
 
 def title(call: Call) -> str:

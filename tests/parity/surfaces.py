@@ -51,6 +51,7 @@ HTTP_ROUTES: Final[Mapping[str, frozenset[Op]]] = {
     f"POST {_RUN}/gates/adopt": frozenset({Op.ADOPT_GATE}),
     "GET /api/inbox": frozenset({Op.INBOX}), "POST /api/inbox/ack": frozenset({Op.INBOX}),
     "POST /hooks/claude/{event}": frozenset({Op.STOP}),  # the hook door's (Door.HOOK_HTTP)
+    "POST /github/webhook": frozenset({Op.REVIEW, Op.APPROVE, Op.CHANGES, Op.CANCEL}),
 }
 
 NOT_OPERATIONS: Final[Mapping[str, str]] = {

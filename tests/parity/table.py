@@ -18,6 +18,7 @@ from .terms import (
     HOSTILE,
     LOCAL_ACTORS,
     NESTED,
+    REMOTE_DOORS,
     STRANGER,
     TOKEN_DOORS,
     WORKER,
@@ -57,6 +58,8 @@ OFFERS: Final[Mapping[Door, frozenset[Op]]] = {
                            Op.READ, Op.LIST}),
     Door.HOOK_CLI: frozenset({Op.STOP}),
     Door.HOOK_HTTP: frozenset({Op.STOP}),
+    Door.SLACK: frozenset({Op.REVIEW, Op.APPROVE, Op.CHANGES, Op.CANCEL}),
+    Door.GITHUB: frozenset({Op.REVIEW, Op.APPROVE, Op.CHANGES, Op.CANCEL}),
 }
 
 _TEXT_DURATIONS: Final = {"max_silence": Carry.TEXT, "expect": Carry.TEXT,
@@ -98,7 +101,7 @@ class Scenario:
     def expected(self, door: Door) -> Cls:
         if door in self.at:
             return self.at[door]
-        return self.remote if self.remote is not None and door in TOKEN_DOORS else self.expect
+        return self.remote if self.remote is not None and door in REMOTE_DOORS else self.expect
 
     def keeps_store(self, door: Door) -> bool:
         if self.unchanged is not None:
@@ -180,6 +183,11 @@ def _narrow_tokens() -> Iterator[Scenario]:
     for op in sorted(WRITES | {Op.START, Op.READ}):
         yield natural(op, Cls.REFUSED, actor=Actor.OWNER_OTHER_RUN)
     yield natural(Op.LIST, Cls.OK, actor=Actor.OWNER_OTHER_RUN)
+    # README, "Answering by email": a link's session acts on its own run alone
+    for op in sorted(OFFERS[Door.BOARD] - {Op.LIST}):
+        setup, _ = NATURAL[op]
+        yield Scenario(f"owner_by_link_{op}", op, Actor.OWNER_BY_LINK, setup, Cls.REFUSED,
+                       only=frozenset({Door.BOARD}))
 
 
 def _no_live_token() -> Iterator[Scenario]:
@@ -412,8 +420,20 @@ def _inboxes() -> Iterator[Scenario]:
         yield natural(Op.INBOX, Cls.UNAUTHENTICATED, actor=actor)
 
 
+def _bound_answers() -> Iterator[Scenario]:
+    """Issue 34: an answer names the result it answers by its reviewed-result digest; one
+    written before the result changed (here, before its review) is refused as a conflict
+    (result_changed) at every door that offers it, the store unchanged, and the result's
+    digest as it is now goes through."""
+    for op in (Op.APPROVE, Op.CHANGES):
+        yield Scenario(f"stale_digest_{op}", op, Actor.OWNER, Setup.REVIEWED, Cls.CONFLICT,
+                       args={"reviewed": "stale"})
+        yield Scenario(f"current_digest_{op}", op, Actor.OWNER, Setup.REVIEWED, Cls.OK,
+                       args={"reviewed": "current"})
+
+
 SCENARIOS: Final[tuple[Scenario, ...]] = (
     *_happy(), *_not_the_owner(), *_narrow_tokens(), *_no_live_token(), *_stale_leases(),
     *_owner_blockers(), *_hostile_numbers(), *_unreadable_lines(), *_remote_callers(),
     *_gates(), *_rules(), *_stops(), *_readers(), *_late_workers(), *_handoffs(),
-    *_request_edge(), *_waits(), *_inboxes())
+    *_request_edge(), *_waits(), *_inboxes(), *_bound_answers())

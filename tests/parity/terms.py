@@ -45,10 +45,14 @@ class Door(enum.StrEnum):
     BOARD = "board"  # the board's form posts (cookie + CSRF) and pages
     HOOK_CLI = "hook_cli"  # `waypost hook stop --host claude`
     HOOK_HTTP = "hook_http"  # POST /hooks/claude/stop
+    SLACK = "slack"  # a Slack button's click, POST /slack/actions, signed as Slack signs
+    GITHUB = "github"  # a /waypost comment on the run's pull request, as GitHub delivers it
 
 
 # the authenticated doors: the actor is a bearer token's holder, its role caps what it asks
 TOKEN_DOORS: Final = frozenset({Door.MCP_HTTP, Door.HTTP, Door.BOARD, Door.HOOK_HTTP})
+# the doors of `waypost serve`: what a remote caller asks, the server runs only as allowed
+REMOTE_DOORS: Final = TOKEN_DOORS | {Door.SLACK, Door.GITHUB}
 
 
 class Op(enum.StrEnum):
@@ -105,6 +109,7 @@ class Actor(enum.StrEnum):
     OWNER_AS_VIEWER = "owner_as_viewer"
     OWNER_AS_WATCHER = "owner_as_watcher"
     OWNER_OTHER_RUN = "owner_other_run"  # an owner token for another run only
+    OWNER_BY_LINK = "owner_by_link"  # signed in by an emailed link to another run
     # ... and no live token at all
     NO_TOKEN = "no_token"
     UNKNOWN_TOKEN = "unknown_token"
@@ -228,6 +233,7 @@ class Ctx:
     epoch: int | None = None  # the lease epoch w1 was given (stale once restarted)
     key: str = ""  # the idempotency key it was started with (KEYED)
     gate: str = ""  # the gate someone other than the owner declared
+    stale: str = ""  # a reviewed-result digest its result had before its review
     side: Path = field(default_factory=Path)  # a file a command would create
 
 

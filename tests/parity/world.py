@@ -13,12 +13,14 @@ from typing import Protocol
 
 import waypost
 from tests.delivery_support import fast
+from waypost.core import links as signed_links
+from waypost.core.reviewed import result_digest
 from waypost.delivery.base import RecordingTarget
 from waypost.delivery.policy import give_up
 from waypost.delivery.relay import Relay
 from waypost.model import ArtifactRole, BlockerKind, EvidenceKind, Gate, Kind, Verdict
 from waypost.store import open_store
-from waypost.usecases import tokens
+from waypost.usecases import links, tokens
 
 from .dump import Dumper
 from .terms import OWNER, STRANGER, WORKER, Actor, Ctx, Setup
@@ -35,6 +37,9 @@ class Holder(Protocol):
     def hold(self, ctx: Ctx) -> None: ...
 
 
+LINK_SECRET = "parity link secret, long enough to sign"
+
+
 class World:
     """A store, the runs built in it, and a token for every token actor."""
 
@@ -43,6 +48,8 @@ class World:
         self.folder = folder
         self.store = open_store(url, create=True)
         self.dump = Dumper(url)  # the whole store, as it stands
+        # where each run started here is followed (its notify), by a door that answers there
+        self.thread: Callable[[], str | None] = lambda: None
         self.decoy = self.start().id  # the run another run's token is for
         self.tokens: Mapping[Actor, str] = self._issue()
 
@@ -68,11 +75,19 @@ class World:
             Actor.OWNER_AS_VIEWER: issue(OWNER, "viewer"),
             Actor.OWNER_AS_WATCHER: issue(OWNER, "watcher"),
             Actor.OWNER_OTHER_RUN: issue(OWNER, "owner", self.decoy),
+            Actor.OWNER_BY_LINK: self._link_session(),
             Actor.UNKNOWN_TOKEN: "wpt_000000000000_" + "x" * 43,
             Actor.REVOKED_TOKEN: revoked,
             Actor.EXPIRED_TOKEN: issue(OWNER, "owner", now=datetime(2020, 1, 1, tzinfo=UTC),
                                        ttl=timedelta(hours=1)),
         }
+
+    def _link_session(self) -> str:
+        """The session an emailed link to the decoy run signs its owner in to."""
+        made = signed_links.make(signed_links.link_for(
+            run=self.decoy, owner=OWNER, delivery_key=f"{self.decoy}.1.ready_for_review",
+            expires_at=datetime.now(UTC) + timedelta(days=1)), LINK_SECRET)
+        return links.use(self.store, made, secret=LINK_SECRET)[0]
 
     # --- runs -------------------------------------------------------------------------
 
@@ -80,7 +95,8 @@ class World:
               deadline: str | None = None, gates: tuple[Gate, ...] = (),
               worker: str | None = None) -> waypost.Run:
         run, _ = waypost.start(self.store, "Fix the flaky login test", actor=OWNER,
-                               owner=OWNER, target="none:", kind=Kind.LONG_RUNNING,
+                               owner=OWNER, target="none:", notify=self.thread(),
+                               kind=Kind.LONG_RUNNING,
                                max_silence=SILENCE, idempotency_key=key, session=session,
                                deadline=deadline, gates=gates, worker=worker)
         return run
@@ -121,9 +137,13 @@ def _ready(world: World, ctx: Ctx, door: Holder, *, gates: tuple[Gate, ...] = ()
 
 
 def _reviewed(world: World, ctx: Ctx, door: Holder) -> Ctx:
+    """Ready, then reviewed: its digest before the review is what a message written at
+    ready named (`Ctx.stale`)."""
     ctx = _ready(world, ctx, door)
+    stale = result_digest(world.store.get(ctx.run))
     world.as_owner(ctx.run).review()
-    return ctx
+    assert stale is not None
+    return dataclasses.replace(ctx, stale=stale)
 
 
 def _gated(world: World, ctx: Ctx, door: Holder) -> Ctx:

@@ -184,7 +184,7 @@ def test_resolving_a_blocker_of_in_progress_work_plans_no_delivery(kind: Blocker
 
 def _delivery_failed(chain: Chain) -> Chain:
     ready(chain)
-    chain.add(Approved())
+    chain.add(Approved(waivers=()))
     chain.add(DeliveryFailed(key=outbox.final_key(RUN), blocker_id="b1",
                              detail="HTTP 410 Gone", attempts=1), actor="relay:1")
     return chain
@@ -207,7 +207,7 @@ def test_only_the_last_blocker_of_a_failed_delivery_plans_it_again() -> None:
 @pytest.mark.parametrize("actor", ["alice", "w1", "watchdog:w", "relayer"])
 def test_only_a_relay_records_the_final_deliverys_outcome(actor: str) -> None:
     chain = ready(started())
-    approved = chain.add(Approved())
+    approved = chain.add(Approved(waivers=()))
     delivered = Delivered(key=outbox.final_key(RUN), detail="HTTP 200", attempts=1)
     with pytest.raises(Refused, match=f"{actor} may not"):
         apply(approved, make_event(approved, RUN, delivered, actor=actor, at=chain.at))
@@ -270,11 +270,11 @@ def test_a_transferred_deliver_authority_does_not_approve() -> None:
     packet = chain.add(AuthorityTransferred(authority=Authority.DELIVER, to="bob"))
     assert holds_authority(packet, "bob", Authority.DELIVER)
     assert not holds_authority(packet, "bob", Authority.APPROVE)
-    event = make_event(packet, RUN, Approved(), actor="bob", at=chain.at)
+    event = make_event(packet, RUN, Approved(waivers=()), actor="bob", at=chain.at)
     with pytest.raises(NotAuthorized, match="bob may not approve"):
         apply(packet, event)
     packet = chain.add(AuthorityTransferred(authority=Authority.APPROVE, to="bob"))
-    assert chain.add(Approved(), actor="bob").state is State.APPROVED
+    assert chain.add(Approved(waivers=()), actor="bob").state is State.APPROVED
 
 
 def test_a_transfer_to_someone_else_gives_nothing() -> None:
@@ -306,7 +306,8 @@ def _reviewed_with(verdicts: dict[str, tuple[Verdict, ...]], required: bool = Tr
 
 
 def _approve(chain: Chain) -> Packet:
-    return apply(chain.now, make_event(chain.now, RUN, Approved(), actor="alice", at=chain.at))
+    return apply(chain.now, make_event(chain.now, RUN, Approved(waivers=()), actor="alice",
+                                       at=chain.at))
 
 
 @pytest.mark.parametrize("found", [(Verdict.SKIPPED,), (Verdict.PASSED, Verdict.SKIPPED),

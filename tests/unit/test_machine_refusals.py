@@ -120,7 +120,7 @@ def reviewed(verdict: Verdict = Verdict.PASSED) -> Packet:
 
 
 def approved() -> Packet:
-    return step(reviewed(), Approved())
+    return step(reviewed(), Approved(waivers=()))
 
 
 def waive(gate: str, reason: str) -> Approved:
@@ -368,7 +368,7 @@ REFUSALS = (
                   "w1 (the run's own worker) may not review run wp_test: only alice may",
                   actor="w1"),
     apply_refusal("authority._check_authority: an approval by the lease holder", reviewed,
-                  Approved(), NotAuthorized,
+                  Approved(waivers=()), NotAuthorized,
                   "w1 (the run's own worker) may not approve run wp_test: only alice may",
                   actor="w1"),
     Refusal("authority.check_may_review: by the lease holder",
@@ -395,14 +395,15 @@ REFUSALS = (
                   Reviewed(review_id="r1", evidence=(
                       rechecked(ready(), Verdict.PASSED, assurance=Assurance.REPORTED),)),
                   InvalidInput, "evidence e2 of review r1 must be rechecked evidence"),
-    apply_refusal("gates.check_approval: before a review", ready, Approved(), RuleViolation,
+    apply_refusal("gates.check_approval: before a review", ready, Approved(waivers=()),
+                  RuleViolation,
                   "run wp_test cannot be approved before a review"),
     apply_refusal("gates.check_approval: the review was of an earlier submission",
-                  resubmitted, Approved(), RuleViolation,
+                  resubmitted, Approved(waivers=()), RuleViolation,
                   "run wp_test cannot be approved: its latest review r1 was of an earlier "
                   "submission"),
     apply_refusal("gates.check_approval: a required gate failed",
-                  lambda: reviewed(Verdict.FAILED), Approved(), RuleViolation,
+                  lambda: reviewed(Verdict.FAILED), Approved(waivers=()), RuleViolation,
                   "run wp_test cannot be approved: required gate(s) did not pass in review "
                   "r1: tests failed"),
     apply_refusal("gates._check_waivers: a waiver by a non-owner", approve_transferred,
@@ -487,7 +488,8 @@ def _moves() -> list[tuple[str, st.SearchStrategy[Build]]]:
                             st.sampled_from(["w1", "w2", " "]))),
         ("alice", st.builds(lambda v: lambda p: _review(p, v),
                             st.sampled_from([Verdict.PASSED, Verdict.FAILED]))),
-        ("alice", st.builds(lambda w: lambda p: waive("tests", "flaky") if w else Approved(),
+        ("alice", st.builds(lambda w: lambda p: waive("tests", "flaky") if w
+                            else Approved(waivers=()),
                             st.booleans())),
         ("alice", st.builds(lambda r: lambda p: Cancelled(reason=r),
                             st.sampled_from(["", " ", "", "no longer needed"]))),

@@ -117,7 +117,7 @@ def test_a_blocked_run_names_an_unblock_step_for_each_open_blocker() -> None:
 ])
 def test_an_illegal_move_names_the_moves_that_take_the_run_on(state: State,
                                                               verbs: list[str]) -> None:
-    illegal = Approved() if state is State.IN_PROGRESS else MarkedReady(summary="again")
+    illegal = Approved(waivers=()) if state is State.IN_PROGRESS else MarkedReady(summary="again")
     exc = refusal(in_state(state), illegal)
     assert isinstance(exc, IllegalTransition)
     assert [s.verb for s in exc.steps] == verbs
@@ -229,7 +229,7 @@ def _reviewed(verdict: Verdict) -> Packet:
 
 
 def test_a_gate_not_passed_names_changes_or_the_owners_waiver() -> None:
-    exc = refusal(_reviewed(Verdict.FAILED), Approved())
+    exc = refusal(_reviewed(Verdict.FAILED), Approved(waivers=()))
     assert isinstance(exc, RuleViolation)
     assert commands(exc) == [f"waypost changes {RUN} --reason TEXT --as alice",
                              f"waypost approve {RUN} --waive tests=REASON --as alice"]
@@ -244,7 +244,7 @@ def test_a_gate_not_passed_names_changes_or_the_owners_waiver() -> None:
 
 def test_approval_before_a_review_names_the_owners_review() -> None:
     p = in_state(State.READY_FOR_REVIEW)
-    exc = refusal(p, Approved())
+    exc = refusal(p, Approved(waivers=()))
     assert [(s.verb, s.actor) for s in exc.steps] == [("review", "alice")]
 
 

@@ -356,6 +356,18 @@ def epoch_option(func: F) -> F:
     return EPOCH.decorate(func)
 
 
+def reviewed_option(func: F) -> F:
+    """--reviewed DIGEST: the answer binds to the result it names (`usecases.approval`)."""
+    import click
+
+    return click.option(
+        "--reviewed", metavar="DIGEST",
+        help="The digest of the result you answer, as `waypost review` prints it (reviewed "
+             "result: sha256:…; also shown by `waypost show`, the board and the notices): "
+             "refused, saying what changed, if the result has changed since. Without it, "
+             "the result as it stands is answered.")(func)
+
+
 def duration(value: str | None, flag: str, *, positive: bool = False) -> float | None:
     """A duration option's seconds (None when not given); a bad one is refused naming `flag`."""
     return None if value is None else parse_duration(value, flag, positive=positive)

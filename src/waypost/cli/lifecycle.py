@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from waypost import model
-from waypost.cli.context import Ctx, epoch_option, verb
+from waypost.cli.context import Ctx, epoch_option, reviewed_option, verb
 from waypost.display import one_line
 from waypost.errors import IntegrityError, RuleViolation
 from waypost.model import to_json
@@ -142,10 +142,11 @@ def ready(ctx: Ctx, run_id: str, summary: str, public_summary: str | None,
 @click.command()
 @click.argument("run_id", metavar="RUN")
 @click.option("--reason", required=True)
+@reviewed_option
 @verb
-def changes(ctx: Ctx, run_id: str, reason: str) -> None:
+def changes(ctx: Ctx, run_id: str, reason: str, reviewed: str | None) -> None:
     """Owner: send the work back to in_progress, with the reason."""
-    packet = ctx.run(run_id).changes(reason)
+    packet = ctx.run(run_id).changes(reason, reviewed=reviewed)
     ctx.emit({"run": run_id, "state": packet.state}, f"{run_id} {packet.state}")
 
 

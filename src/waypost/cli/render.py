@@ -50,11 +50,20 @@ def _review_tally(packet: Packet, review: Review) -> str:
 
 
 def _approval_lines(packet: Packet) -> list[str]:
-    """Reviews, the approval and every waiver: a waiver stays on show for good."""
+    """Reviews, the approval and every waiver: a waiver stays on show for good; while the
+    result waits for review, its reviewed-result digest (what an answer names)."""
+    from waypost.usecases.approval import shown  # the digest only a whole result has
+
     lines = _section("reviews", [_review_tally(packet, r) for r in packet.reviews])
+    digest = shown(packet)
+    if digest is not None and packet.state is State.READY_FOR_REVIEW:
+        lines.append(_field("reviewed", f"{digest} (approve or send back with --reviewed "
+                                        f"{digest.removeprefix('sha256:')[:12]})"))
     approval = packet.approval
     if approval is not None:
-        lines.append(_field("approved", f"by {one_line(approval.by)} at {when(approval.at)}"))
+        bound = f", result {approval.reviewed}" if approval.reviewed else ""
+        lines.append(_field("approved", f"by {one_line(approval.by)} at {when(approval.at)}"
+                                        f"{bound}"))
         lines += [_field("WAIVED", f"gate {one_line(w.gate)} by {one_line(w.by)} at "
                                    f"{when(w.at)}: {one_line(w.reason)}")
                   for w in approval.waivers]

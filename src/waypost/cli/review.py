@@ -9,8 +9,9 @@ from collections.abc import Sequence
 
 import click
 
-from waypost.cli.context import Ctx, echo, verb
+from waypost.cli.context import Ctx, echo, reviewed_option, verb
 from waypost.core.gates import GateVerdict, unmet
+from waypost.core.reviewed import short
 from waypost.errors import RuleViolation, step
 from waypost.usecases.commands import command
 
@@ -42,10 +43,14 @@ def review(ctx: Ctx, run_id: str, cwd: str | None) -> None:
     """
     packet, report = ctx.run(run_id).review(config=ctx.config, cwd=cwd)
     verdict = "approvable" if report.approvable else "NOT approvable: a required gate did not pass"
+    bound = short(report.reviewed) if report.reviewed else None
+    digest = (f"\nreviewed result: {report.reviewed} (approve with --reviewed {bound})"
+              if bound else "")
     ctx.emit(report, f"{run_id} review {report.review} by {report.by}: {verdict}\n"
-             + verdict_table(report.gates))
+             + verdict_table(report.gates) + digest)
     if report.approvable and not ctx.json:  # the next command, beside the output
-        echo(f"next: {command(step('approve', run_id, actor=ctx.actor))}", err=True)
+        named = {"reviewed": bound} if bound else {}
+        echo(f"next: {command(step('approve', run_id, actor=ctx.actor, **named))}", err=True)
     if not report.approvable:
         missing = unmet(report.gates)
         failed = ", ".join(v.gate for v in missing)
@@ -58,6 +63,7 @@ def review(ctx: Ctx, run_id: str, cwd: str | None) -> None:
             "(the verdicts are recorded)",
             hint=f"{adopt}send it back: waypost changes {run_id} --reason TEXT; or only the owner "
             f"{packet.owner} may waive: waypost approve {run_id} --waive GATE=REASON "
+            f"{'--reviewed ' + bound + ' ' if bound else ''}"
             f"--as {shlex.quote(packet.owner)}")
 
 
@@ -65,16 +71,18 @@ def review(ctx: Ctx, run_id: str, cwd: str | None) -> None:
 @click.argument("run_id", metavar="RUN")
 @click.option("--waive", "waives", multiple=True, metavar="GATE=REASON",
               help="Owner: accept a gate that did not pass, with the reason (shown forever).")
+@reviewed_option
 @verb
-def approve(ctx: Ctx, run_id: str, waives: Sequence[str]) -> None:
+def approve(ctx: Ctx, run_id: str, waives: Sequence[str], reviewed: str | None) -> None:
     """Owner (or a transferee): accept the result; the final delivery is queued.
 
     Refused unless every required gate passed in the latest review of this result, or
-    the owner waived it with a reason.
+    the owner waived it with a reason; and, with --reviewed, unless the result is still
+    the one reviewed (it is refused, saying what changed since).
     """
     from waypost.usecases.review import parse_waivers
 
-    packet = ctx.run(run_id).approve(parse_waivers(tuple(waives)))
+    packet = ctx.run(run_id).approve(parse_waivers(tuple(waives)), reviewed=reviewed)
     waived = "".join(f"\n  waived {w.gate}: {w.reason}" for w in
                      (packet.approval.waivers if packet.approval else ()))
     ctx.emit({"run": run_id, "state": packet.state, "approval": packet.approval},

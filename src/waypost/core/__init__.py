@@ -22,6 +22,7 @@ an event and the moments passed in, so it is tested without a database.
     readers.py    what each reader of a run sees (everything, or the public view)
     exposure.py   what a remote caller may make the server run, read or reach
     targets.py    what a target or notify URI may be
+    links.py      the signed link a ready-for-review mail carries: made, and read back
     receipts.py   what a sent delivery's receipt says
     sanitize.py   private identifiers found and redacted; sanitize_rules.py their patterns
 """

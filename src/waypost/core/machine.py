@@ -304,7 +304,8 @@ def _approved(packet: Packet, event: Event) -> Packet:
     from waypost.core import gates  # here: only approve and review need it (start-up cost)
 
     gates.check_approval(packet, event.actor, data.waivers)
-    approval = Approval(by=event.actor, at=event.at, waivers=data.waivers)
+    approval = Approval(by=event.actor, at=event.at, waivers=data.waivers,
+                        reviewed=data.reviewed)
     return msgspec.structs.replace(packet, approval=approval)
 
 

@@ -24,6 +24,7 @@ class Outgoing(msgspec.Struct, frozen=True, kw_only=True):
 
     delivery: Delivery
     document: dict[str, Any]
+    owner: str = ""  # the run's owner as stored (the document's may be redacted)
     # the run's other deliveries as they stood: a Slack target finds the message its
     # notices update, and the thread its final result goes in, in their receipts
     earlier: tuple[Delivery, ...] = ()

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from waypost.core.reviewed import result_digest
 from waypost.display import md_block, md_inline
 from waypost.events import Event
 from waypost.model import Artifact, Delivery, Evidence, Packet, Purpose, to_builtins, to_json
@@ -35,17 +36,22 @@ def publishable(packet: Packet, *, deny: Sequence[str] = (),
 
 def build(packet: Packet, delivery: Delivery, *, event: Event | None = None,
           deny: Sequence[str] = (), allow: Sequence[str] = ()) -> Document:
-    """The document `delivery` sends; `event` is the one that queued a notice."""
+    """The document `delivery` sends; `event` is the one that queued a notice. Both carry
+    the run's reviewed-result digest (`data.reviewed`, `core.reviewed`), computed from the
+    packet before it is made public, so a message can say which result an answer binds."""
+    reviewed = result_digest(packet)
     public = publishable(packet, deny=deny, allow=allow)
     if delivery.purpose is Purpose.FINAL:
-        return final_document(public, delivery)
-    return notice_document(public, delivery, event)
+        return final_document(public, delivery, reviewed=reviewed)
+    return notice_document(public, delivery, event, reviewed=reviewed)
 
 
-def final_document(public: Packet, delivery: Delivery) -> Document:
+def final_document(public: Packet, delivery: Delivery, *,
+                   reviewed: str | None = None) -> Document:
     approval = public.approval
     data = {
         "run": public.id,
+        "reviewed": reviewed,
         "title": public.title,
         "state": public.state,
         "owner": public.owner,
@@ -59,9 +65,10 @@ def final_document(public: Packet, delivery: Delivery) -> Document:
     return _envelope("final", delivery, when, data)
 
 
-def notice_document(public: Packet, delivery: Delivery, event: Event | None) -> Document:
+def notice_document(public: Packet, delivery: Delivery, event: Event | None, *,
+                    reviewed: str | None = None) -> Document:
     data: dict[str, Any] = {"run": public.id, "title": public.title, "state": public.state,
-                            "owner": public.owner}
+                            "owner": public.owner, "reviewed": reviewed}
     blocker_id = getattr(event.data, "blocker_id", None) if event else None
     blocker = next((b for b in public.blockers if b.id == blocker_id), None)
     if blocker is not None:
@@ -123,7 +130,8 @@ def markdown(document: Document) -> str:
     approval = data.get("approval") or {}
     out = [f"# {md_inline(data['title'])}", "",
            f"Final result of run `{data['run']}` ({data['state']}); approved by "
-           f"{md_inline(str(approval.get('by', '?')))} at {approval.get('at', '?')}.", "",
+           f"{md_inline(str(approval.get('by', '?')))} at {approval.get('at', '?')}"
+           f"{_reviewed(approval.get('reviewed'))}.", "",
            "## Summary", "", md_block(data.get("public_summary") or NO_PUBLIC_SUMMARY)]
     if data["artifacts"]:
         out += ["", "## Artifacts", "", "| name | role | bytes | sha256 | fetch |",
@@ -142,6 +150,14 @@ def markdown(document: Document) -> str:
                 for w in approval["waivers"]]
     out += ["", f"<!-- waypost delivery {document['id']} -->"]
     return "\n".join(out) + "\n"
+
+
+def _reviewed(digest: str | None) -> str:
+    """The reviewed-result digest the approval bound, as code (`core.reviewed`)."""
+    hexes = (digest or "").removeprefix("sha256:")
+    if not hexes or any(c not in "0123456789abcdef" for c in hexes):
+        return ""
+    return f", reviewed result `sha256:{hexes}`"
 
 
 def _digest(sha256: str | None) -> str:

@@ -18,6 +18,7 @@ from abc import abstractmethod
 from datetime import datetime
 from typing import Any
 
+from waypost.core.reviewed import short
 from waypost.core.targets import service_parts
 from waypost.delivery import document
 from waypost.delivery.base import Outgoing, Target
@@ -43,6 +44,12 @@ def _run_marker(run_id: str) -> str:
     return f"<!-- waypost run={run_id} "
 
 
+def api_headers(token: str) -> dict[str, str]:
+    """The headers of every call to GitHub's REST API."""
+    return {"authorization": f"Bearer {token}", "accept": "application/vnd.github+json",
+            "x-github-api-version": API_VERSION}
+
+
 class _GitHub(Target):
     def __init__(self, uri: str, *, token: str | None, api: str, timeout: float,
                  connections: Connections | None = None) -> None:
@@ -60,11 +67,8 @@ class _GitHub(Target):
     def send(self, outgoing: Outgoing, *, at: datetime) -> Attempt:
         if not self.token:
             return missing_credential(NO_TOKEN)
-        headers = {"authorization": f"Bearer {self.token}",
-                   "accept": "application/vnd.github+json",
-                   "x-github-api-version": API_VERSION}
         try:
-            with Api(self.base, headers, timeout=self.timeout, at=at,
+            with Api(self.base, api_headers(self.token), timeout=self.timeout, at=at,
                      connections=self.connections) as api:
                 return self._send(api, outgoing, at)
         except Failed as failed:
@@ -109,25 +113,31 @@ class GitHubCommentTarget(_GitHub):
                     UPSERT, {"comment": ident})
 
     def _find(self, api: Api, run_id: str, at: datetime) -> tuple[str, str] | None:
-        """(id, body) of the run's marked comment, searching every page (bounded)."""
-        url = f"{self.repo}/issues/{self.parts['number']}/comments"
-        params: dict[str, str] | None = {"per_page": "100"}
-        for _ in range(COMMENT_PAGES):
-            answer = api.call("GET", url, params=params)
-            comments = github_ok(answer, at)
-            for comment in comments if isinstance(comments, list) else ():
-                text = str(comment.get("body") or "")
-                if text.startswith(_run_marker(run_id)):  # ours: a quote of it is not
-                    return str(comment.get("id")), text
-            following = _NEXT.search(answer.headers.get("link", ""))
-            if following is None:
-                return None
-            url, params = following.group(1), None
-            if _origin(url) != _origin(api.base):  # the token goes nowhere else
-                raise Failed(retry(f"GitHub: the next page of comments is on another host "
-                                   f"({_origin(url)}); not following it"))
-        raise Failed(retry(f"GitHub: the run's comment was not found in the first "
-                           f"{COMMENT_PAGES * 100} comments; not commenting again"))
+        return find_comment(api, self.repo, self.parts["number"], run_id, at)
+
+
+def find_comment(api: Api, repo: str, number: str, run_id: str,
+                 at: datetime) -> tuple[str, str] | None:
+    """(id, body) of the run's marked comment on issue `number` of `repo` (`/repos/O/R`),
+    searching every page (bounded)."""
+    url = f"{repo}/issues/{number}/comments"
+    params: dict[str, str] | None = {"per_page": "100"}
+    for _ in range(COMMENT_PAGES):
+        answer = api.call("GET", url, params=params)
+        comments = github_ok(answer, at)
+        for comment in comments if isinstance(comments, list) else ():
+            text = str(comment.get("body") or "")
+            if text.startswith(_run_marker(run_id)):  # ours: a quote of it is not
+                return str(comment.get("id")), text
+        following = _NEXT.search(answer.headers.get("link", ""))
+        if following is None:
+            return None
+        url, params = following.group(1), None
+        if _origin(url) != _origin(api.base):  # the token goes nowhere else
+            raise Failed(retry(f"GitHub: the next page of comments is on another host "
+                               f"({_origin(url)}); not following it"))
+    raise Failed(retry(f"GitHub: the run's comment was not found in the first "
+                       f"{COMMENT_PAGES * 100} comments; not commenting again"))
 
 
 def _origin(url: str) -> str:
@@ -144,7 +154,21 @@ def comment_body(outgoing: Outgoing) -> str:
         data = doc["data"]
         text = (f"**waypost** run `{data['run']}`: {md_block(data.get('message', ''))}\n\n"
                 f"next: `{data['next'].replace('`', '')}`\n")
+        if doc["topic"] == "ready_for_review" and data.get("reviewed"):
+            text += "\n" + commands(data["run"], data["reviewed"])
     return f"{marker(delivery.run_id, delivery.key)}\n{text}"
+
+
+def commands(run_id: str, digest: str) -> str:
+    """The `/waypost` lines the owner may copy into a comment here to answer, each naming
+    the result shown by its digest (`delivery.github_commands` reads them)."""
+    shown = short(digest)
+    return ("Answer here with a comment holding one of these lines (the digest names the "
+            "result shown; a newer result refuses it and says what changed):\n\n"
+            f"```\n/waypost review\n/waypost approve {shown}\n"
+            f"/waypost changes {shown} REASON\n/waypost cancel REASON\n```\n\n"
+            f"Where several runs share this thread, name the run: "
+            f"`/waypost approve {run_id} {shown}`.\n")
 
 
 class GitHubStatusTarget(_GitHub):
@@ -190,15 +214,15 @@ def status_plan(doc: dict[str, Any]) -> list[tuple[str, str, str]]:
         latest = {e["gate"]: e for e in data["evidence"] if e.get("gate")}
         for gate, evidence in sorted(latest.items()):
             plan.append((f"waypost/{gate}", gate_state(evidence["verdict"]),
-                         _short(f"{evidence['verdict']}: {evidence['summary']}")))
+                         one_line(f"{evidence['verdict']}: {evidence['summary']}")))
         plan.append(("waypost/run", "success",
-                     _short(data.get("public_summary") or f"{data['title']}: delivered")))
+                     one_line(data.get("public_summary") or f"{data['title']}: delivered")))
     else:
         plan.append(("waypost/run", NOTICE_STATES.get(doc["topic"], "pending"),
-                     _short(data.get("message", doc["topic"]))))
+                     one_line(data.get("message", doc["topic"]))))
     return plan
 
 
-def _short(text: str) -> str:
+def one_line(text: str) -> str:
     text = " ".join(text.split())
     return text if len(text) <= MAX_DESCRIPTION else text[:MAX_DESCRIPTION - 1] + "…"

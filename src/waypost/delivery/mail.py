@@ -3,7 +3,10 @@
 sender from `WAYPOST_SMTP_FROM` (or `[delivery] smtp_url` / `smtp_from`).
 
 The message has a stable `Message-ID: <delivery-key@sender's domain>`, the same on every
-retry, and the result document as its body. SMTP cannot be asked whether a message arrived,
+retry, and the result document as its body. A ready-for-review notice also says where to
+review: with a board URL and `WAYPOST_LINK_SECRET`, a link that signs the owner in to the
+run once (`core.links`: the same delivery makes the same link); with a board URL alone,
+the run's page; else the command. SMTP cannot be asked whether a message arrived,
 so a retry after a lost answer may deliver a second copy (with the same Message-ID, which
 mail clients may fold together): the receipt says `at_least_once`. The whole send, from
 connecting to QUIT, ends by one deadline: the socket is shut when it passes.
@@ -17,13 +20,13 @@ import socket
 import ssl
 import threading
 import urllib.parse
-from datetime import datetime
+from datetime import datetime, timedelta
 from email.message import EmailMessage
 from email.utils import format_datetime
-from typing import Any
 
 import msgspec
 
+from waypost.core import links
 from waypost.delivery import document
 from waypost.delivery.base import Outgoing, Target
 from waypost.delivery.policy import Attempt, for_smtp, give_up, missing_credential, retry, sent
@@ -32,6 +35,7 @@ from waypost.model import DeliveryAssurance
 
 NO_SERVER = "WAYPOST_SMTP_URL is not set (nor [delivery] smtp_url)"
 NO_SENDER = "WAYPOST_SMTP_FROM is not set (nor [delivery] smtp_from)"
+READY = "ready_for_review"
 
 
 class SmtpServer(msgspec.Struct, frozen=True, kw_only=True):
@@ -63,13 +67,22 @@ def smtp_server(url: str) -> SmtpServer:
                       password=urllib.parse.unquote(parts.password) if parts.password else None)
 
 
+class Board(msgspec.Struct, frozen=True, kw_only=True):
+    """Where a ready-for-review mail sends its reader: the board, and the link secret."""
+
+    url: str | None = None
+    link_secret: str | None = None
+    link_ttl: float = 7 * 86400.0
+
+
 class MailTarget(Target):
     def __init__(self, uri: str, *, smtp_url: str | None, sender: str | None,
-                 timeout: float) -> None:
+                 timeout: float, board: Board | None = None) -> None:
         self.address = uri.removeprefix("mailto:")
         self.smtp_url = smtp_url
         self.sender = sender
         self.timeout = timeout
+        self.board = board or Board()
 
     def send(self, outgoing: Outgoing, *, at: datetime) -> Attempt:
         if not self.smtp_url:
@@ -80,11 +93,13 @@ class MailTarget(Target):
             server = smtp_server(self.smtp_url)
         except InvalidInput as exc:
             return give_up(exc.message)
-        message = email_message(outgoing, sender=self.sender, to=self.address, at=at)
+        message = email_message(outgoing, sender=self.sender, to=self.address, at=at,
+                                board=self.board)
         return Session(server, self.timeout).deliver(message, self.address)
 
 
-def email_message(outgoing: Outgoing, *, sender: str, to: str, at: datetime) -> EmailMessage:
+def email_message(outgoing: Outgoing, *, sender: str, to: str, at: datetime,
+                  board: Board | None = None) -> EmailMessage:
     doc, delivery = outgoing.document, outgoing.delivery
     data = doc["data"]
     domain = sender.rpartition("@")[2] or "waypost"
@@ -95,14 +110,36 @@ def email_message(outgoing: Outgoing, *, sender: str, to: str, at: datetime) -> 
     message["Subject"] = " ".join(f"[waypost] {data['title']}: {what}".split())[:200]
     message["Message-ID"] = f"<{delivery.key}@{domain}>"
     message["Date"] = format_datetime(at)
-    message.set_content(document.markdown(doc) if doc["type"] == "final" else _notice(doc))
+    message.set_content(document.markdown(doc) if doc["type"] == "final"
+                        else _notice(outgoing, board or Board()))
     return message
 
 
-def _notice(doc: dict[str, Any]) -> str:
+def _notice(outgoing: Outgoing, board: Board) -> str:
+    doc = outgoing.document
     data = doc["data"]
-    return f"{data.get('message', '')}\n\nnext: {data['next']}\n\n" + \
+    where = _where_to_review(outgoing, board) if outgoing.delivery.topic == READY else ""
+    return f"{data.get('message', '')}\n\n{where}next: {data['next']}\n\n" + \
         document.json_file(doc).decode()
+
+
+def _where_to_review(outgoing: Outgoing, board: Board) -> str:
+    """The paragraph a ready-for-review mail leads with: the owner's sign-in link, else the
+    run's page, else the command (which `next:` names)."""
+    delivery = outgoing.delivery
+    if not board.url:
+        return ("Review it where waypost runs, with the command below (no board URL is "
+                "configured).\n\n")
+    base = board.url.rstrip("/")
+    if not board.link_secret or not outgoing.owner:
+        return f"Review it on the board: {base}/runs/{delivery.run_id}\n\n"
+    expires = delivery.created_at + timedelta(seconds=board.link_ttl)
+    link = links.link_for(run=delivery.run_id, owner=outgoing.owner,
+                          delivery_key=delivery.key, expires_at=expires)
+    return (f"Review it on the board, signed in as {outgoing.owner} for this run alone:\n"
+            f"{base}/link/{links.make(link, board.link_secret)}\n"
+            f"The link works once, until {link.expires_at:%Y-%m-%d %H:%M}Z; it opens a page "
+            "with one button that signs you in. Do not forward this mail.\n\n")
 
 
 class Session:

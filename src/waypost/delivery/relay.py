@@ -33,6 +33,7 @@ from waypost.core import receipts
 from waypost.core.authority import RELAY_PREFIX
 from waypost.core.history import prepare
 from waypost.core.machine import next_blocker_id
+from waypost.core.reviewed import result_digest
 from waypost.core.writes import RunWrite, Snapshot
 from waypost.delivery import document, policy
 from waypost.delivery.base import Outgoing, Resolver
@@ -42,7 +43,7 @@ from waypost.delivery.targets import resolve
 from waypost.durations import Clock, utcnow
 from waypost.errors import Refused, StaleLease
 from waypost.events import AnyEventData, Delivered, DeliveryFailed, Event
-from waypost.model import Delivery, DeliveryAssurance, Purpose, RelayInfo, State
+from waypost.model import Delivery, DeliveryAssurance, Packet, Purpose, RelayInfo, State
 from waypost.store.base import Store, retry_conflicts
 
 BEAT_EVERY = 10.0  # seconds between registration renewals while draining
@@ -199,13 +200,17 @@ class Relay:
         if delivery.purpose is Purpose.FINAL and packet.state is not State.APPROVED:
             return self._settle(delivery, error=f"run {packet.id} is {packet.state}, not "
                                 "approved: the final delivery was not sent")
+        changed = not_approved(packet) if delivery.purpose is Purpose.FINAL else None
+        if changed is not None:  # never sent: the run is blocked, naming why
+            return self.record(delivery, policy.give_up(changed), read)
         event = None if delivery.purpose is Purpose.FINAL else self._event(delivery)
         deny, allow = self.terms
         if rows is None:
             rows = self.store.deliveries([delivery.run_id])
         earlier = tuple(d for d in rows if d.key != delivery.key)
-        outgoing = Outgoing(delivery=delivery, earlier=earlier, document=document.build(
-            packet, delivery, event=event, deny=deny, allow=allow))
+        outgoing = Outgoing(delivery=delivery, earlier=earlier, owner=packet.owner,
+                            document=document.build(packet, delivery, event=event, deny=deny,
+                                                    allow=allow))
         try:
             result = self.targets(delivery.target, self.settings).send(outgoing,
                                                                       at=self.clock())
@@ -294,6 +299,21 @@ def with_root(settings: DeliverySettings, store: Store) -> DeliverySettings:
         return settings
     root = delivery_root(getattr(store, "path", None), None)
     return msgspec.structs.replace(settings, files_root=root)
+
+
+def not_approved(packet: Packet) -> str | None:
+    """Why the run's result may not be sent as approved: its reviewed-result digest
+    (`core.reviewed`) is not the one the approval recorded; None when it is (or when the
+    approval predates the digest and recorded none)."""
+    approval = packet.approval
+    if approval is None or approval.reviewed is None:
+        return None
+    now = result_digest(packet)
+    if now == approval.reviewed:
+        return None
+    return (f"the result changed after approval: approved {approval.reviewed}, now "
+            f"{now or 'no result'}; it was not sent (`waypost verify {packet.id}` says "
+            "whether the store was changed behind waypost)")
 
 
 def failure_detail(delivery: Delivery, error: str) -> str:

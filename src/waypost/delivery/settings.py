@@ -15,6 +15,10 @@
     smtp_url = "smtp://user:pass@host:587?starttls=1"   # WAYPOST_SMTP_URL wins
     smtp_from = "waypost@example.com"            # WAYPOST_SMTP_FROM wins
     board_url = "https://board.example.com"      # WAYPOST_BOARD_URL wins: status links
+    link_ttl = "7d"          # how long the sign-in link a ready-for-review mail carries lasts
+
+The links a mail carries are signed with `WAYPOST_LINK_SECRET`, read from the environment
+alone (never from waypost.toml): without it, or without a board URL, a mail carries none.
 
 `file:` targets write under the delivery root: `waypost deliver --dir`, else the folder
 holding `.waypost/` (an embedded store), else the folder holding waypost.toml, else the
@@ -30,12 +34,14 @@ from typing import Any
 import msgspec
 
 from waypost.config import find_config, read_toml
+from waypost.core import links
+from waypost.core.links import check_secret
 from waypost.core.targets import STORE_DIR, Places
 from waypost.durations import parse_duration
 from waypost.errors import InvalidInput
 
 SECRET_ENV = "WAYPOST_WEBHOOK_SECRET"
-_DURATIONS = ("backoff_base", "max_delay", "horizon", "timeout")
+_DURATIONS = ("backoff_base", "max_delay", "horizon", "timeout", "link_ttl")
 # [delivery] key -> the environment variable that wins over it
 ENVIRONMENT = {"webhook_secret": SECRET_ENV, "slack_token": "SLACK_BOT_TOKEN",
                "slack_api": "WAYPOST_SLACK_API", "github_token": "GITHUB_TOKEN",
@@ -60,19 +66,23 @@ class DeliverySettings(msgspec.Struct, frozen=True, kw_only=True):
     github_api: str = "https://api.github.com"  # the REST API's base (Enterprise: …/api/v3)
     smtp_url: str | None = None  # smtp(s)://[user:pass@]host[:port][?starttls=1]
     smtp_from: str | None = None  # the sender of mailto: deliveries
-    board_url: str | None = None  # where a commit status links to (the board)
+    board_url: str | None = None  # where a commit status and a mail's link lead (the board)
+    link_secret: str | None = None  # WAYPOST_LINK_SECRET: signs the links mails carry
+    link_ttl: float = 7 * 86400.0  # how long such a link lasts after its mail was queued
 
     def __repr__(self) -> str:  # tokens and the SMTP password never reach a log
         return "DeliverySettings(…)"
 
     def __post_init__(self) -> None:
-        for name in ("backoff_base", "max_delay", "timeout"):
+        for name in ("backoff_base", "max_delay", "timeout", "link_ttl"):
             if getattr(self, name) <= 0:
                 raise InvalidInput(f"the delivery {name.replace('_', ' ')} must be more than 0",
                                    hint="e.g. deliver --backoff-base 0.2s --timeout 30s")
         if not 1 <= self.concurrency <= MOST_CONCURRENT:
             raise InvalidInput(f"the delivery concurrency must be 1 to {MOST_CONCURRENT}, "
                                f"not {self.concurrency}", hint="e.g. [delivery] concurrency = 8")
+        if self.link_secret is not None:
+            check_secret(self.link_secret)
 
     @property
     def lease(self) -> float:
@@ -143,6 +153,8 @@ def load_settings(start: str | os.PathLike[str] | None = None,
     for key, env in ENVIRONMENT.items():
         if os.environ.get(env):
             values[key] = os.environ[env]
+    if os.environ.get(links.SECRET_ENV):
+        values["link_secret"] = os.environ[links.SECRET_ENV]
     values.update({k: v for k, v in overrides.items() if v is not None})
     return DeliverySettings(**values)
 

@@ -33,6 +33,8 @@ from waypost.delivery.policy import (
     sent,
 )
 from waypost.delivery.rest import Answer, Api, Failed
+from waypost.delivery.settings import DeliverySettings
+from waypost.delivery.slack_blocks import notice_blocks
 from waypost.model import Delivery, DeliveryAssurance, DeliveryStatus, Purpose
 
 EVENT_TYPE = "waypost_delivery"
@@ -81,7 +83,7 @@ class SlackTarget(Target):
         return {"channel": self.channel, "ts": ts}
 
     def _post(self, api: Api, outgoing: Outgoing, thread: str | None) -> Attempt:
-        body = {"channel": self.channel, "text": message_text(outgoing.document),
+        body = {"channel": self.channel, **content(outgoing.document),
                 "metadata": metadata(outgoing.delivery), "unfurl_links": False}
         if thread is not None:
             body["thread_ts"] = thread
@@ -91,7 +93,7 @@ class SlackTarget(Target):
         return sent(f"Slack: posted ts={ts} in {self.channel}{where}", UPSERT, self._refs(ts))
 
     def _update(self, api: Api, outgoing: Outgoing, ts: str) -> Attempt:
-        body = {"channel": self.channel, "ts": ts, "text": message_text(outgoing.document),
+        body = {"channel": self.channel, "ts": ts, **content(outgoing.document),
                 "metadata": metadata(outgoing.delivery)}
         answer = api.call("POST", "/chat.update", body=body)
         if isinstance(answer.data, dict) and answer.data.get("error") == "message_not_found":
@@ -121,6 +123,18 @@ class SlackTarget(Target):
                 return None
             params["cursor"] = str(cursor)
         return None
+
+
+def update_message(settings: DeliverySettings, channel: str, ts: str, text: str,
+                   blocks: list[dict[str, Any]], *, at: datetime) -> None:
+    """Replace the text and blocks of the message `ts` in `channel` (an answer's outcome
+    shown where it was given); `Failed` when Slack refuses or cannot be reached."""
+    if not settings.slack_token:
+        raise Failed(missing_credential(NO_TOKEN))
+    headers = {"authorization": f"Bearer {settings.slack_token}"}
+    body = {"channel": channel, "ts": ts, "text": text, "blocks": blocks}
+    with Api(settings.slack_api, headers, timeout=settings.timeout, at=at) as api:
+        slack_ok(api.call("POST", "/chat.update", body=body), "chat.update")
 
 
 def _still_unknown(method: str, wait: float | None) -> Attempt:
@@ -172,6 +186,15 @@ def notice_message(outgoing: Outgoing) -> str | None:
     return None
 
 
+def content(document: dict[str, Any]) -> dict[str, Any]:
+    """A message's `text` and, for a notice, its `blocks`: the text again and the buttons
+    an owner answers with (`slack_blocks`). The text stays the fallback notifications show."""
+    text = message_text(document)
+    if document["type"] != "notice":
+        return {"text": text}
+    return {"text": text, "blocks": notice_blocks(text, document["data"])}
+
+
 def message_text(document: dict[str, Any]) -> str:
     """The message: the final result in a few lines, or the notice with its next step."""
     data = document["data"]
@@ -199,10 +222,11 @@ def escape(text: str) -> str:
 class SlackWebhookTarget(Target):
     """An incoming webhook: a POST of the message text; at-least-once (nothing to search)."""
 
-    def __init__(self, url: str, *, timeout: float,
+    def __init__(self, url: str, *, timeout: float, board: str | None = None,
                  connections: Connections | None = None) -> None:
         self.url = url
         self.timeout = timeout
+        self.board = board  # an incoming webhook has no buttons: a notice links the board
         self.connections = connections
 
     def send(self, outgoing: Outgoing, *, at: datetime) -> Attempt:
@@ -210,11 +234,19 @@ class SlackWebhookTarget(Target):
         try:
             with Api(self.url, {}, timeout=self.timeout, at=at, shown_as=where,
                      connections=self.connections) as api:
-                answer = api.call("POST", self.url,
-                                  body={"text": message_text(outgoing.document)})
+                answer = api.call("POST", self.url, body={"text": self._text(outgoing)})
         except Failed as failed:
             return failed.attempt
         attempt = for_status(answer.status, f"{answer.reason} ({where})", answer.retry_after)
         if attempt.outcome is Outcome.SENT:
             return sent(f"{where}: {attempt.detail}", DeliveryAssurance.AT_LEAST_ONCE)
         return attempt
+
+    def _text(self, outgoing: Outgoing) -> str:
+        """The message; a notice gets a link to the run's page on the board, where the
+        owner answers (when the board's address is configured)."""
+        text = message_text(outgoing.document)
+        if outgoing.document["type"] != "notice" or not self.board:
+            return text
+        page = f"{self.board.rstrip('/')}/runs/{outgoing.delivery.run_id}"
+        return f"{text}\nanswer on the board: <{escape(page)}|{outgoing.delivery.run_id}>"

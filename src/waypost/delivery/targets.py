@@ -83,7 +83,7 @@ def _service(uri: str, settings: DeliverySettings, kept: Connections | None) -> 
         from waypost.delivery.slack import SlackWebhookTarget
 
         return SlackWebhookTarget(uri.removeprefix("slack-webhook:"), timeout=s.timeout,
-                                  connections=kept)
+                                  board=s.board_url, connections=kept)
     if uri.startswith("github:"):
         from waypost.delivery.github import GitHubCommentTarget
 
@@ -94,9 +94,11 @@ def _service(uri: str, settings: DeliverySettings, kept: Connections | None) -> 
 
         return GitHubStatusTarget(uri, token=s.github_token, api=s.github_api,
                                   timeout=s.timeout, board=s.board_url, connections=kept)
-    from waypost.delivery.mail import MailTarget
+    from waypost.delivery.mail import Board, MailTarget
 
-    return MailTarget(uri, smtp_url=s.smtp_url, sender=s.smtp_from, timeout=s.timeout)
+    return MailTarget(uri, smtp_url=s.smtp_url, sender=s.smtp_from, timeout=s.timeout,
+                      board=Board(url=s.board_url, link_secret=s.link_secret,
+                                  link_ttl=s.link_ttl))
 
 
 class Outside(Exception):

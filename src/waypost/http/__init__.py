@@ -10,7 +10,10 @@ in one place, `waypost.http.errors`). `waypost serve` starts it (`waypost.http.a
     edge.py          the token routes' guard: token, media type, size and nesting first
     deps.py          the handlers' dependencies
     board.py board_views.py board_render.py board_session.py   the web board
+    board_links.py   an emailed link's page, its one use, and its session's end
     stream.py        the board's live feed (server-sent events)
+    github_hooks.py  GitHub's webhook: `/waypost` commands on a run's thread, signed
     answering.py     the thread carrying out answers from Slack and GitHub, and the hand-over
+    slack_actions.py slack_replies.py   answers from Slack's buttons, and the message updated
     docs.py          the browsable API reference; settings.py what `serve` was told
 """

@@ -4,35 +4,55 @@ makes once it has decided a request (`hand_over`: stored, and the thread woken).
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 
 from litestar.datastructures import State
 
+from waypost.delivery.settings import DeliverySettings, load_settings
 from waypost.http.settings import ServerConfig
+from waypost.http.slack_replies import slack_reply
 from waypost.store import Store
+from waypost.usecases import github_answers
 from waypost.usecases.answers import Answer, Answerer, Reply, accept
 
 STOP_WAIT = 5.0  # seconds the server waits for an answer being carried out when it stops
 
 
-def replies(config: ServerConfig) -> dict[str, Reply]:
+def replies(config: ServerConfig, store: Store) -> dict[str, Reply]:
     """How each service is shown the outcome of an answer that came from it."""
     found: dict[str, Reply] = {}
     for source, make in REPLIES.items():
-        found[source] = make(config)
+        found[source] = make(config, store)
     return found
 
 
-REPLIES: Mapping[str, Callable[[ServerConfig], Reply]] = {}
+def delivery_settings(config: ServerConfig) -> DeliverySettings:
+    """The relay's settings as the server finds them (tokens and API bases by name from the
+    environment, `[delivery]` beside the project's waypost.toml): a reply uses the same."""
+    return load_settings(os.path.dirname(config.project.path) if config.project.path
+                         else None)
+
+
+def _github(config: ServerConfig, store: Store) -> Reply:
+    return github_answers.reply(store, delivery_settings(config))
+
+
+def _slack(config: ServerConfig, store: Store) -> Reply:
+    return slack_reply(lambda: delivery_settings(config))
+
+
+REPLIES: Mapping[str, Callable[[ServerConfig, Store], Reply]] = {"slack": _slack,
+                                                                 "github": _github}
 
 
 @contextmanager
 def answering(state: State, store: Store, config: ServerConfig) -> Iterator[Answerer]:
     """An `Answerer` thread for the server's lifetime (first it carries out what an earlier
     server left behind)."""
-    answerer = Answerer(store, config.project, config.exposure, replies(config))
+    answerer = Answerer(store, config.project, config.exposure, replies(config, store))
     stop = threading.Event()
     thread = threading.Thread(target=answerer.serve, args=(stop,), daemon=True,
                               name="waypost-answers")

@@ -88,7 +88,7 @@ class CommandsController(Controller):
     @post("/changes", sync_to_thread=True, responses=ERRORS, status_code=200,
           summary="Owner: send the result back, with the reason")
     def changes(self, store: StoreDep, caller: CallerDep, run_id: RunId,
-                data: JSONBody[shapes.ReasonBody]) -> shapes.Moved:
+                data: JSONBody[shapes.ChangesBody]) -> shapes.Moved:
         return ops.changes(store, caller, run_id, data)
 
     @post("/transfer", sync_to_thread=True, responses=ERRORS, status_code=200,

@@ -24,7 +24,9 @@ from waypost.http.api_hooks import claude_hook
 from waypost.http.api_runs import InboxController, RunsController, a2a_task
 from waypost.http.docs import PlainDocs, plain_values
 from waypost.http.errors import HANDLERS
+from waypost.http.github_hooks import github_webhook
 from waypost.http.settings import ServerConfig
+from waypost.http.slack_actions import slack_actions
 from waypost.store import Store, open_store
 
 SCHEMA_PATH = "/schema"  # the reference (HTML), /schema/openapi.json and .yaml; no CDN
@@ -98,4 +100,4 @@ def api_handlers(config: ServerConfig) -> list[ControllerRouterHandler]:
     tokened = Router(path="/", guards=[edge.token_first], opt=edge.takes(*edge.JSON),
                      route_handlers=[RunsController, CommandsController, ArtifactsController,
                                      InboxController, a2a_task])
-    return [tokened, claude_hook]
+    return [tokened, claude_hook, slack_actions, github_webhook]

@@ -1,6 +1,7 @@
 """The web board: `/` (the runs by state), `/runs/{id}` (one run), its artifacts, the owner's
-actions, the sign-in form, `/events` (the live feed, `waypost.http.stream`) and the
-board's own script and stylesheet (served here, nothing from a CDN).
+actions, the sign-in form (and an emailed link's, `board_links`), `/events` (the live feed,
+`waypost.http.stream`) and the board's own script and stylesheet (served here, nothing
+from a CDN).
 
 Pages are rendered on the server (`board_render`) from pure view models (`board_views`)
 over the observed view (`waypost.usecases.views`). What a visitor may do is the access rules'
@@ -31,7 +32,7 @@ from waypost import errors
 from waypost.core import access
 from waypost.core.access import Operation
 from waypost.durations import utcnow
-from waypost.http import board_session, board_views, operations, shapes, stream
+from waypost.http import board_links, board_session, board_views, operations, shapes, stream
 from waypost.http.board_render import HEADERS, STATIC, error_shown, render
 from waypost.http.board_session import SignIn, Visitor
 from waypost.http.deps import ConfigDep, StoreDep
@@ -62,7 +63,8 @@ After = Annotated[str | None, QueryParameter(
 
 def handlers(config: ServerConfig) -> list[ControllerRouterHandler]:
     pages = Router(path="/", route_handlers=[
-        board_page, run_page, artifact, sign_in_form, sign_in, sign_out, act],
+        board_page, run_page, artifact, sign_in_form, sign_in, sign_out, act,
+        board_links.link_page, board_links.use_link],
         exception_handlers={SignIn: _to_sign_in,
                             errors.WaypostError: _error_page},
         include_in_schema=False)
@@ -181,9 +183,10 @@ async def sign_in(request: Request[Any, Any, Any], store: StoreDep) -> Response[
                     cookies=[board_session.token_cookie(secret, secure=secure)])
 
 
-@post("/logout", status_code=303, sync_to_thread=False)
-def sign_out(request: Request[Any, Any, Any]) -> Redirect:
+@post("/logout", status_code=303)
+async def sign_out(request: Request[Any, Any, Any], store: StoreDep) -> Redirect:
     board_session.check_origin(request)
+    await _offload(functools.partial(board_links.end_session, request, store))
     return Redirect("/login", status_code=303, cookies=[
         board_session.cleared_cookie(secure=request.url.scheme == "https")])
 
@@ -224,12 +227,15 @@ def perform(store: StoreDep, config: ConfigDep, who: Visitor, run_id: str, actio
         operations.adopt_gate(store, who.grant, run_id,
                               _body({"name": _one(fields, "gate") or ""}, shapes.AdoptBody))
     elif operation is Operation.APPROVE:
-        operations.approve(store, who.grant, run_id,
-                           _body({"waivers": _waivers(fields)}, shapes.ApproveBody))
+        operations.approve(store, who.grant, run_id, _body(
+            {"waivers": _waivers(fields), "reviewed": _reviewed(fields)}, shapes.ApproveBody))
+    elif operation is Operation.CHANGES:
+        operations.changes(store, who.grant, run_id, _body(
+            {"reason": _one(fields, "reason") or "", "reviewed": _reviewed(fields)},
+            shapes.ChangesBody))
     else:
         body = _body({"reason": _one(fields, "reason") or ""}, shapes.ReasonBody)
-        chosen = operations.changes if operation is Operation.CHANGES else operations.cancel
-        chosen(store, who.grant, run_id, body)
+        operations.cancel(store, who.grant, run_id, body)
 
 
 def _body(fields: dict[str, Any], shape: type[BodyT]) -> BodyT:
@@ -244,6 +250,13 @@ def _body(fields: dict[str, Any], shape: type[BodyT]) -> BodyT:
 def _one(fields: FormData, key: str) -> str | None:
     values = fields.get(key) or []
     return values[0] if len(values) == 1 else None
+
+
+def _reviewed(fields: FormData) -> str:
+    """The digest of the result the page showed, which its answer forms carry: a form
+    without one is refused (by the use case, after the token's and the run's rules), so
+    an answer from the board is always bound to what its owner saw."""
+    return _one(fields, "reviewed") or ""
 
 
 def _waivers(fields: FormData) -> dict[str, str]:

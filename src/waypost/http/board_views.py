@@ -20,6 +20,7 @@ from waypost.display import one_line, printable
 from waypost.durations import format_duration
 from waypost.events import Event
 from waypost.model import TERMINAL, Artifact, Packet, State
+from waypost.usecases.approval import shown
 from waypost.usecases.views import ago, event_gist, when
 
 STATE_ORDER = (State.IN_PROGRESS, State.BLOCKED, State.READY_FOR_REVIEW, State.APPROVED,
@@ -185,6 +186,8 @@ class RunPage:
     waivers: tuple[str, ...]
     actions: frozenset[str] = field(default_factory=frozenset)  # what this visitor may do
     downloads: bool = True  # the visitor may fetch stored artifacts (`usecases.reading`)
+    reviewed: str = ""  # the result's reviewed-result digest, which the answer forms carry
+    approved: str = ""  # the digest the approval bound
 
 
 def run_page(packet: Packet, events: Sequence[Event], now: datetime,
@@ -222,7 +225,9 @@ def run_page(packet: Packet, events: Sequence[Event], now: datetime,
         waivers=tuple(f"gate {one_line(w.gate)} waived by {one_line(w.by)} at {when(w.at)}: "
                       f"{one_line(w.reason)}" for w in
                       (packet.approval.waivers if packet.approval else ())),
-        actions=possible(packet, actions), downloads=downloads)
+        actions=possible(packet, actions), downloads=downloads,
+        reviewed=shown(packet) or "",
+        approved=packet.approval.reviewed or "" if packet.approval else "")
 
 
 def possible(packet: Packet, allowed: Collection[str]) -> frozenset[str]:

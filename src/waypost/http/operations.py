@@ -257,16 +257,18 @@ def review(store: Store, caller: Caller, config: ServerConfig, run_id: str) -> s
     config.exposure.check_review(run.packet)
     packet, report = run.review(config=config.project, files=config.exposure.reads_files)
     return shapes.Reviewed(run=run_id, review=report.review, approvable=report.approvable,
-                           gates=list(report.gates), packet=observe_run(store, packet))
+                           gates=list(report.gates), packet=observe_run(store, packet),
+                           reviewed=report.reviewed)
 
 
 def approve(store: Store, caller: Caller, run_id: str, body: shapes.ApproveBody) -> shapes.Moved:
     run = handle(store, caller, run_id, Operation.APPROVE)
-    return moved(store, run.approve(body.waivers))
+    return moved(store, run.approve(body.waivers, reviewed=body.reviewed))
 
 
-def changes(store: Store, caller: Caller, run_id: str, body: shapes.ReasonBody) -> shapes.Moved:
-    return moved(store, handle(store, caller, run_id, Operation.CHANGES).changes(body.reason))
+def changes(store: Store, caller: Caller, run_id: str, body: shapes.ChangesBody) -> shapes.Moved:
+    run = handle(store, caller, run_id, Operation.CHANGES)
+    return moved(store, run.changes(body.reason, reviewed=body.reviewed))
 
 
 def transfer(store: Store, caller: Caller, run_id: str,

@@ -108,13 +108,27 @@ class AdoptBody(Body, frozen=True, kw_only=True):
     name: Name  # the gate the owner makes its own
 
 
+# the reviewed-result digest an answer names (sha256:… or its first 12 or more hex digits):
+# refused (409 result_changed, saying what changed) when the result has changed since
+Digest = Annotated[str, msgspec.Meta(max_length=80, description=(
+    "The reviewed-result digest of the result answered, as the review's answer names it "
+    "(`reviewed`: sha256:… or its first 12 hex digits); refused (409 result_changed, "
+    "saying what changed) when the result has changed since. Without it, the result as it "
+    "stands is answered."))]
+
+
 class ApproveBody(Body, frozen=True, kw_only=True):
     waivers: Annotated[dict[Annotated[str, msgspec.Meta(max_length=200)], Text],
                        msgspec.Meta(max_length=50)] = {}
+    reviewed: Digest | None = None
 
 
 class ReasonBody(Body, frozen=True, kw_only=True):
     reason: Text
+
+
+class ChangesBody(ReasonBody, frozen=True, kw_only=True):
+    reviewed: Digest | None = None
 
 
 class TransferBody(Body, frozen=True, kw_only=True):
@@ -168,6 +182,7 @@ class Reviewed(msgspec.Struct, frozen=True, kw_only=True):
     approvable: bool
     gates: list[GateVerdict]
     packet: Packet
+    reviewed: str | None = None  # the reviewed-result digest approve and changes name
 
 
 class Verified(msgspec.Struct, frozen=True, kw_only=True):

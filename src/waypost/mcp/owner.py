@@ -16,6 +16,7 @@ from pydantic import Field
 from waypost import errors, model
 from waypost.config import Config
 from waypost.core.gates import runs_at_review
+from waypost.core.reviewed import short
 from waypost.core.targets import FORMS
 from waypost.mcp.answers import add_tools, answer, answer_async, as_json, next_call, then_call
 from waypost.mcp.session import Session
@@ -34,6 +35,10 @@ from waypost.mcp.shapes import (
 )
 
 Reason = Annotated[str, Field(min_length=1, max_length=TEXT_CEILING)]
+Digest = Annotated[str | None, Field(max_length=80, description=(
+    "The reviewed-result digest of the result you answer (`reviewed` in review's answer, "
+    "sha256:… or its first 12 hex digits): refused (result_changed, saying what changed) if "
+    "the result has changed since. Without it, the result as it stands is answered."))]
 
 
 def register(server: MCPServer, session: Session) -> None:
@@ -73,10 +78,12 @@ def _review(session: Session) -> Any:
                                           files=session.exposure.reads_files)
             step = ("approve" if report.approvable else
                     "request_changes with the failed gates, or approve with waivers")
-            then = ({"next_call": next_call(errors.step("approve", run, actor=session.actor))}
+            bound = {"reviewed": short(report.reviewed)} if report.reviewed else {}
+            then = ({"next_call": next_call(errors.step("approve", run, actor=session.actor,
+                                                        **bound))}
                     if report.approvable else {})
             return {"run": run, "approvable": report.approvable, "report": as_json(report),
-                    "next": step, **then}
+                    "reviewed": report.reviewed, "next": step, **then}
 
         return answer("review", work)
 
@@ -89,15 +96,17 @@ def _approve(session: Session) -> Any:
         waivers: Annotated[dict[str, Reason], Field(max_length=50, description=(
             "Gates accepted although they did not pass: {gate name: reason} (owner only; "
             "shown forever)."))] = {},  # noqa: B006
+        reviewed: Digest = None,
     ) -> Annotated[CallToolResult, Approved]:
         """Owner: accept the result after review; the final delivery to the recorded target
         is queued (sent once by `waypost deliver`). Refused unless every required gate
-        passed in the latest review or is waived with a reason. Returns the new state.
+        passed in the latest review or is waived with a reason, and (with `reviewed`)
+        unless the result is still the one reviewed. Returns the new state.
         Next: nothing; the delivery relay sends it."""
 
         def work() -> dict[str, Any]:
             with session.store() as store:
-                packet = session.run(store, run).approve(waivers)
+                packet = session.run(store, run).approve(waivers, reviewed=reviewed)
             return {"run": run, "state": packet.state, "approval": as_json(packet.approval),
                     "next": "nothing: the relay (waypost deliver) sends the result once",
                     **then_call(packet, session.actor)}
@@ -110,6 +119,7 @@ def _approve(session: Session) -> Any:
 def _changes(session: Session) -> Any:
     def request_changes(run: RunId, reason: Annotated[str, Field(
             min_length=1, max_length=TEXT_CEILING, description="What must change, specifically.")],
+        reviewed: Digest = None,
     ) -> Annotated[CallToolResult, Moved]:
         """Owner: send a ready_for_review run back to its worker (in_progress) with the
         reason. Returns the new state. Next: the worker addresses it and calls mark_ready
@@ -117,7 +127,7 @@ def _changes(session: Session) -> Any:
 
         def work() -> dict[str, Any]:
             with session.store() as store:
-                packet = session.run(store, run).changes(reason)
+                packet = session.run(store, run).changes(reason, reviewed=reviewed)
             return {"run": run, "state": packet.state, "version": packet.version,
                     "next": "the worker addresses it, then mark_ready again"}
 

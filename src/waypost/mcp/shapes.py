@@ -123,6 +123,7 @@ class Reviewed(TypedDict):
     run: str
     approvable: bool
     report: dict[str, Any]
+    reviewed: str | None  # the reviewed-result digest approve and request_changes name
     next: str
     next_call: NotRequired[dict[str, Any]]
 

@@ -229,6 +229,7 @@ class Approval(Record, frozen=True, kw_only=True):
     by: str
     at: datetime
     waivers: tuple[Waiver, ...] = ()  # shown forever
+    reviewed: str | None = None  # the reviewed-result digest approved (`core.reviewed`)
 
 
 class Review(Record, frozen=True, kw_only=True):

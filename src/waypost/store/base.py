@@ -183,7 +183,8 @@ class Store(InboxCursors, AnswerQueue, KeyRing, ABC):
 
     @abstractmethod
     def put_token(self, grant: Grant, token_hash: str) -> None:
-        """Store a new token's grant under the hash of its secret."""
+        """Store a new token's grant under the hash of its secret; `Conflict` (nothing
+        stored) when a token with its id exists already, decided in one statement."""
 
     @abstractmethod
     def token_grant(self, token_hash: str) -> Grant | None:
@@ -358,7 +359,7 @@ class Store(InboxCursors, AnswerQueue, KeyRing, ABC):
         `evidence[].log_sha256`) that was last stored before `blobs_before` (an artifact's
         blob is stored just before the event that names it: the grace keeps it); then
         watcher registrations that expired before `before`. A pruned run's inbox marks
-        go with it; `Pruned.unacknowledged` counts the runs whose owner had not
+        and answers go with it; `Pruned.unacknowledged` counts the runs whose owner had not
         acknowledged their last event (`waypost inbox --ack`), so what an inbox loses is said.
 
         `states` must be terminal (`delivered`, `cancelled`): any other raises InvalidInput

@@ -7,6 +7,8 @@ Rows: reading stored rows so that one bad row never hides the others: a packet t
 not decode is an IntegrityError naming its run when read alone, and is left out of a list
 (`ls`, the watchdog's sweep, `doctor`) and named there (`Skipped`).
 
+Tokens: a token id is stored once (`token_taken` refuses another).
+
 Overlap: work a caller hands a commit to run beside its flush (`Meanwhile`)."""
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from typing import Any
 import msgspec
 
 from waypost.core.writes import Due
-from waypost.errors import IntegrityError, InvalidInput, Refused
+from waypost.errors import Conflict, IntegrityError, InvalidInput, Refused
 from waypost.model import Packet
 
 DEFAULT_BUSY_TIMEOUT = 30.0  # seconds a write waits for another writer's lock: then StoreBusy
@@ -91,6 +93,13 @@ def head_changed(run_id: str, seq: int) -> IntegrityError:
         "its history was altered or damaged, so nothing is written to it",
         hint=f"see the damage with: waypost verify {run_id}; restore the store from a "
         "backup (waypost doctor checks every run)")
+
+
+def token_taken(token_id: str) -> Conflict:
+    """A token stored under an id another token has: refused, nothing stored (a token
+    made from a used link's nonce is refused so: `usecases.links`)."""
+    return Conflict(f"a token with the id {token_id} exists already",
+                    hint="a token id is used once")
 
 
 def check_setting(name: str, value: str | None) -> None:

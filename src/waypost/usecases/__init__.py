@@ -14,12 +14,14 @@ store's one write primitive.
     substance.py whether an artifact holds real content
     scanning.py  scanning files for private identifiers (the sanitizer's reading part)
     review.py    the owner's review: every gate re-run, recorded as `rechecked` evidence
+    approval.py  approve and changes bound to the reviewed-result digest they answer
     gates.py     gates added after the start, and adopted by the owner
     handoff.py   resume: a takeover of a silent worker, and the brief for the new one
     retarget.py  the owner changes where the result goes, before delivery
     beats.py     heartbeats sent on a busy worker's behalf
     watchdog.py  the watchdog's sweeps, and a watcher's registration and lease
     tokens.py    bearer tokens for the authenticated doors
+    links.py     an emailed link used: its owner signed in to its run, once
     inbox.py     an owner's inbox: news of its runs, shown once, kept until acknowledged
     answers.py   answers from Slack and GitHub: accepted at once, carried out after, once,
                  as the mapped actor, each bound to the reviewed result
@@ -27,6 +29,7 @@ store's one write primitive.
     reading.py   the read model: a run, its events and artifacts as their reader may see them
     a2a.py       a packet as an A2A v1 Task
     waiting.py   `wait`: runs followed on the store's change cursor, one follower per store
+    github_answers.py  a `/waypost` command on GitHub decided into an answer, its reply
     commands.py  a refusal's next step as the `waypost` command line a shell user types
     keys.py      signing keys: made, listed, exported as a keyring, retired, loaded to sign
     bundles.py   `export`: a run as one signed tar, streamed blob by blob

@@ -30,9 +30,9 @@ import msgspec
 
 from waypost.config import Config
 from waypost.core.exposure import Exposure
-from waypost.core.reviewed import changes_since, matches, result_digest, short
+from waypost.core.reviewed import result_digest
 from waypost.durations import Clock, utcnow
-from waypost.errors import Conflict, InvalidInput, NotAuthorized, WaypostError
+from waypost.errors import InvalidInput, NotAuthorized, WaypostError
 from waypost.model import Packet
 from waypost.store.answers import AnswerRow
 from waypost.store.base import Store
@@ -154,11 +154,11 @@ def _act(run: Run, answer: Answer, config: Config,
         verdict = "approvable" if report.approvable else "not approvable yet"
         return packet, f"review {report.review}: {gates or 'no gates'} ({verdict})"
     if action is Action.APPROVE:
-        packet = run.approve()
+        packet = run.approve(reviewed=answer.reviewed)
         return packet, f"approved; the result goes to {packet.target}"
     text = _text(answer)
     if action is Action.CHANGES:
-        return run.changes(text), f"changes requested: {text}"
+        return run.changes(text, reviewed=answer.reviewed), f"changes requested: {text}"
     if action is Action.CANCEL:
         return run.cancel(text), f"cancelled: {text}"
     if not answer.blocker:
@@ -167,20 +167,14 @@ def _act(run: Run, answer: Answer, config: Config,
 
 
 def _check_bound(run: Run, answer: Answer) -> None:
-    """Refuse an approval or a change request that does not name the result as it stands."""
-    packet = run.packet
-    digest = result_digest(packet)
+    """An approval or a change request from a service must name the result it answers; the
+    Run verb then refuses it inside its write when that is no longer the run's result
+    (`usecases.approval`: ResultChanged, saying what changed)."""
+    if result_digest(run.packet) is None:  # no result to bind to: the verb refuses it,
+        return  # as at every door
     if not answer.reviewed:
         raise InvalidInput(f"an answer from {answer.source} must name the reviewed result it "
                            "answers", hint="answer from the run's latest message")
-    if matches(answer.reviewed, digest):
-        return
-    changed = changes_since(run.store.events(packet.id), answer.reviewed)
-    what = ("; ".join(changed) if changed else "that result was never this run's")
-    now = f"now {short(digest)}" if digest else "no result is submitted now"
-    raise Conflict(f"run {packet.id}: the result changed since this message "
-                   f"({short(answer.reviewed)}, {now}): {what}; nothing was done",
-                   hint="review the result as it stands, then answer its new message")
 
 
 def _text(answer: Answer) -> str:

@@ -24,6 +24,7 @@ from waypost.core.gates import (
     unmet,
     verdicts,
 )
+from waypost.core.reviewed import result_digest
 from waypost.errors import InvalidInput
 from waypost.events import Reviewed
 from waypost.model import Assurance, EvidenceKind, Gate, Packet, Verdict
@@ -47,6 +48,7 @@ class ReviewReport(msgspec.Struct, frozen=True, kw_only=True):
     by: str
     approvable: bool  # every required gate passed (waivers come with `approve`)
     gates: tuple[GateVerdict, ...]
+    reviewed: str | None = None  # the reviewed-result digest an answer names (`core.reviewed`)
 
 
 def run_gate(gate: Gate, ctx: Context) -> CheckResult:
@@ -100,7 +102,8 @@ def report(packet: Packet) -> ReviewReport:
     latest = packet.reviews[-1]
     found = verdicts(packet, latest)
     return ReviewReport(run=packet.id, review=latest.id, by=latest.by,
-                        approvable=not unmet(found), gates=tuple(found))
+                        approvable=not unmet(found), gates=tuple(found),
+                        reviewed=result_digest(packet))
 
 
 def parse_waivers(specs: list[str] | tuple[str, ...]) -> Mapping[str, str]:

@@ -32,13 +32,11 @@ from waypost.durations import MAX_DURATION, Clock, utcnow
 from waypost.errors import InvalidInput, NotFound, VersionConflict, WaypostError, step
 from waypost.events import (
     AnyEventData,
-    Approved,
     ArtifactRecorded,
     AuthorityTransferred,
     BlockerOpened,
     BlockerResolved,
     Cancelled,
-    ChangesRequested,
     Claimed,
     EvidenceRecorded,
     Heartbeat,
@@ -403,22 +401,29 @@ class Run:
 
         return self.write(lambda p: gates.adopted(p, name, self.actor))
 
-    def changes(self, reason: str) -> Packet:
+    def changes(self, reason: str, *, reviewed: str | None = None) -> Packet:
+        """Send the result back; `reviewed`: its digest, as in `approve`."""
+        from waypost.usecases import approval
+
         checked_text(self.store, reason, "reason")
-        return self.write(lambda p: ChangesRequested(reason=reason))
+        digest = approval.given(reviewed)
+        return self.write(lambda p: approval.changes_requested(self, p, reason, digest))
 
     def transfer(self, authority: Authority, to: str) -> Packet:
         inputs.name(to, "--to")
         return self.write(lambda p: AuthorityTransferred(authority=authority, to=to))
 
-    def approve(self, waivers: Mapping[str, str] | None = None) -> Packet:
-        """Accept the result (owner, or a holder of the transferred authority)."""
+    def approve(self, waivers: Mapping[str, str] | None = None, *,
+                reviewed: str | None = None) -> Packet:
+        """Accept the result (owner or transferee); `reviewed`: its digest (`approval`)."""
+        from waypost.usecases import approval
+
         for reason in (waivers or {}).values():
             checked_text(self.store, reason, "reason")
-        now = self.clock()
+        digest, now = approval.given(reviewed), self.clock()
         given = tuple(Waiver(gate=g, reason=r, by=self.actor, at=now)
                       for g, r in (waivers or {}).items())
-        return self.write(lambda p: Approved(waivers=given))
+        return self.write(lambda p: approval.approved(self, p, given, digest))
 
     def cancel(self, reason: str) -> Packet:
         checked_text(self.store, reason, "reason")

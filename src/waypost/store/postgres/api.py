@@ -33,6 +33,7 @@ from typing import Any, LiteralString
 import psycopg
 
 from waypost.model import Grant, Role
+from waypost.store.shared import token_taken
 
 # the oldest running transaction that may write the store's runs, else the snapshot's
 # xmax (every transaction below it has ended): one statement, so its snapshot is taken
@@ -92,10 +93,13 @@ def changes_since(cursor: psycopg.Cursor[Any], start: int,
 
 
 def put_token(cur: psycopg.Cursor[Any], grant: Grant, token_hash: str) -> None:
+    """Insert the grant; a token id already taken is refused (`Conflict`), atomically."""
     cur.execute(f"INSERT INTO tokens (hash, {_GRANT_COLUMNS})"
-                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (id) DO NOTHING",
                 (token_hash, grant.id, grant.holder, grant.role.value, grant.run_id,
                  grant.created_at, grant.created_by, grant.expires_at, grant.revoked_at))
+    if cur.rowcount != 1:
+        raise token_taken(grant.id)
 
 
 def token_grant(cur: psycopg.Cursor[Any], token_hash: str) -> Grant | None:

@@ -123,6 +123,7 @@ def prune_batch(cur: Cursor, before: datetime,
         " AND c.acked_upto >= r.version)", (ids,)).fetchone()
     assert row is not None
     cur.execute("DELETE FROM inbox_cursors WHERE run_id = ANY(%s)", (ids,))
+    cur.execute("DELETE FROM answers WHERE run_id = ANY(%s)", (ids,))
     events = cur.execute("DELETE FROM events WHERE run_id = ANY(%s)", (ids,)).rowcount
     outbox = cur.execute("DELETE FROM outbox WHERE run_id = ANY(%s)", (ids,)).rowcount
     runs = cur.execute("DELETE FROM runs WHERE id = ANY(%s)", (ids,)).rowcount

@@ -9,6 +9,7 @@ from collections.abc import Collection, Mapping
 from datetime import datetime
 
 from waypost.model import Grant, Role
+from waypost.store.shared import token_taken
 
 _GRANT_COLUMNS = "id, holder, role, run_id, created_at, created_by, expires_at, revoked_at"
 
@@ -30,10 +31,14 @@ def changes_since(db: sqlite3.Connection, cursor: int,
 
 
 def put_token(db: sqlite3.Connection, grant: Grant, token_hash: str) -> None:
-    db.execute(f"INSERT INTO tokens (hash, {_GRANT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-               (token_hash, grant.id, grant.holder, grant.role.value, grant.run_id,
-                grant.created_at.isoformat(), grant.created_by, _text(grant.expires_at),
-                _text(grant.revoked_at)))
+    """Insert the grant; a token id already taken is refused (`Conflict`), atomically."""
+    cur = db.execute(f"INSERT INTO tokens (hash, {_GRANT_COLUMNS})"
+                     " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
+                     (token_hash, grant.id, grant.holder, grant.role.value, grant.run_id,
+                      grant.created_at.isoformat(), grant.created_by,
+                      _text(grant.expires_at), _text(grant.revoked_at)))
+    if cur.rowcount != 1:
+        raise token_taken(grant.id)
 
 
 def token_grant(db: sqlite3.Connection, token_hash: str) -> Grant | None:

@@ -150,6 +150,7 @@ def prune_batch(db: sqlite3.Connection, before: datetime,
         " FROM inbox_cursors c WHERE c.reader = r.owner AND c.run_id = r.id"
         " AND c.acked_upto >= r.version)").fetchone()
     db.execute("DELETE FROM inbox_cursors WHERE run_id IN temp.pruning")
+    db.execute("DELETE FROM answers WHERE run_id IN temp.pruning")
     events = db.execute("DELETE FROM events WHERE run_id IN temp.pruning").rowcount
     outbox = db.execute("DELETE FROM outbox WHERE run_id IN temp.pruning").rowcount
     runs = db.execute("DELETE FROM runs WHERE id IN temp.pruning").rowcount
