@@ -96,7 +96,9 @@ def test_an_independent_dsse_verifier_and_in_toto_s_statement_accept_it(
     assert statement.pb.predicate_type == PREDICATE_TYPE
     assert statement.pb.predicate["run"] == run_id
     approval = statement.pb.predicate["approval"]
-    assert approval["reviewed"] == result_digest(db.get(run_id))
+    approved = db.get(run_id).approval
+    assert approved is not None
+    assert approval["reviewed"] == approved.reviewed == result_digest(db.get(run_id))
     [url] = statement.pb.predicate["url_artifacts"]
     assert url["url"] == "https://example.org/build/42"
     assert {e["assurance"] for e in statement.pb.predicate["evidence"]} == {"recorded",

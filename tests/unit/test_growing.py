@@ -75,6 +75,6 @@ def test_a_packet_kept_during_a_fold_keeps_its_evidence() -> None:
     assert all(type(p.evidence) is tuple for p in kept)
     marks = Marks()
     marks.seen(growing(kept[-1]), events[-1])
-    marks.seen(growing(kept[-1]), msgspec.structs.replace(events[-1], data=Approved()))
+    marks.seen(growing(kept[-1]), msgspec.structs.replace(events[-1], data=Approved(waivers=())))
     assert marks.approved is not None
     assert type(marks.approved.evidence) is tuple

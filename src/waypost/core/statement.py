@@ -74,7 +74,9 @@ class WaiverItem(msgspec.Struct, frozen=True, kw_only=True):
 class ApprovalItem(msgspec.Struct, frozen=True, kw_only=True):
     by: str
     at: datetime
-    reviewed: str | None  # the reviewed-result digest (waypost.core.reviewed) approved
+    # the reviewed-result digest approved (waypost.core.reviewed): as the approval recorded
+    # it, or, for an approval recorded before approvals named one, of the result it approved
+    reviewed: str | None
     waivers: tuple[WaiverItem, ...] = ()
 
 
@@ -173,7 +175,8 @@ def checkpoint(packet: Packet, marks: Marks, history: History, written: Written)
                       for r in packet.reviews),
         approval=None if approval is None else ApprovalItem(
             by=approval.by, at=approval.at,
-            reviewed=result_digest(marks.approved) if marks.approved else None,
+            reviewed=approval.reviewed or (result_digest(marks.approved)
+                                           if marks.approved else None),
             waivers=tuple(WaiverItem(gate=w.gate, reason=w.reason, by=w.by, at=w.at)
                           for w in approval.waivers)),
         receipt=packet.receipt,
