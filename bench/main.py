@@ -20,6 +20,7 @@ from pathlib import Path
 from bench import (
     board,
     board_http,
+    bundle,
     cli_verbs,
     durable,
     http_api,
@@ -53,16 +54,21 @@ class Budget:
     delivery_rounds: int
     delivery_batch: int
     scan_rounds: int
+    bundle_rounds: int
+    bundle_events: int
+    bundle_mb: int
 
 
 QUICK = Budget(durable_rounds=31, durable_batch=30, cli_rounds=10, writer_rounds=2,
                writer_seconds=1.0, board_runs=20_000, board_rounds=5, sweep_rounds=2,
                sweep_stored=50_000, pg_rounds=2, pg_seconds=0.5, delivery_rounds=3,
-               delivery_batch=10, scan_rounds=3)
+               delivery_batch=10, scan_rounds=3, bundle_rounds=2, bundle_events=2_000,
+               bundle_mb=10)
 FULL = Budget(durable_rounds=101, durable_batch=40, cli_rounds=30, writer_rounds=9,
               writer_seconds=1.5, board_runs=100_000, board_rounds=15, sweep_rounds=3,
               sweep_stored=1_000_000, pg_rounds=5, pg_seconds=2.0, delivery_rounds=5,
-              delivery_batch=40, scan_rounds=7)
+              delivery_batch=40, scan_rounds=7, bundle_rounds=3, bundle_events=10_000,
+              bundle_mb=100)
 
 Step = Callable[[Path, Budget], Section]
 STEPS: dict[str, Step] = {
@@ -84,6 +90,8 @@ STEPS: dict[str, Step] = {
     "bounds": lambda d, b: serve_bounds.run(d, rounds=b.writer_rounds,
                                             seconds=b.writer_seconds),
     "waiters": lambda d, b: waiters.run(d, rounds=b.writer_rounds, seconds=b.writer_seconds),
+    "bundle": lambda d, b: bundle.run(d, rounds=b.bundle_rounds, events=b.bundle_events,
+                                      blob_mb=b.bundle_mb),
 }
 
 

@@ -15,6 +15,7 @@ import pytest
 import waypost
 from bench import (
     board,
+    bundle,
     cli_verbs,
     delivery,
     durable,
@@ -288,3 +289,14 @@ def test_waiters_section_measures_writers_with_and_without_a_thousand_waits(
     assert [r.label for r in section.ratios] == [waiters.RATIO]
     assert [t.text for t in section.targets] == [waiters.TARGET]
     assert "2000 waits woken" in " ".join(section.notes)
+
+
+def test_bundle_section_measures_export_and_verify_beside_their_floors(tmp_path: Path) -> None:
+    section = bundle.run(tmp_path, rounds=2, events=60, blob_mb=2, fold_sizes=(50, 100))
+    assert [f.name for f in section.figures] == [bundle.EXPORT, bundle.TAR_FLOOR,
+                                                 bundle.VERIFY, bundle.HASH_FLOOR,
+                                                 bundle.STORE_VERIFY]
+    assert all(len(f.samples) == 2 and f.low > 0 for f in section.figures)
+    assert len(section.ratios) == 3
+    assert section.counts["events"] == 60
+    assert [t.status in {"PASS", "MISS"} for t in section.targets] == [True]

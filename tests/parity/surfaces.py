@@ -76,6 +76,12 @@ NOT_OPERATIONS: Final[Mapping[str, str]] = {
     "serve": "starts the HTTP door",
     "mcp": "starts the MCP door",
     "demo": "a scripted tour in a store of its own",
+    "export": "writes a run's signed bundle: a read of the whole run, changes nothing",
+    "verify-bundle": "checks a bundle file; no store, no run, no actor",
+    "keys generate": "makes a signing key (the store's administrator's)",
+    "keys ls": "lists the signing keys' public halves",
+    "keys export": "prints public keys, or the keyring a verifier pins",
+    "keys retire": "retires a signing key (the store's administrator's)",
     # the HTTP API
     f"GET {_RUN}/events": "the run's events: access.Operation.READ, as GET /api/runs/{id}",
     f"GET {_RUN}/verify": "verifies the run's chain: access.Operation.READ",

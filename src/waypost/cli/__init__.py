@@ -7,16 +7,17 @@
     hot.py       heartbeat, show, block, ls: run without click
     app.py       the click command tree (every other verb, and --help)
     lifecycle.py outputs.py review.py gates.py delivery.py watch.py ops.py retarget.py
-    tokens.py limits.py serve.py mcp.py hook.py hosts.py demo.py demo_actors.py wait.py:
-                 the verbs
+    tokens.py limits.py serve.py mcp.py hook.py hosts.py demo.py demo_actors.py wait.py
+    bundle.py:   the verbs (bundle.py: export, verify-bundle, keys)
     render.py    the packet, the board and the log as text and Markdown
     steps.py     a refusal's next steps as the command lines to type
 
 Every verb takes --json (one document on stdout; errors as {"error": {...}} on stderr),
 --store (or WAYPOST_URL) and --as (or WAYPOST_ACTOR). Exit codes: 0 ok, 1 unexpected,
 2 usage or bad input, 3 refused by the rules, 4 not found, 5 conflict, 6 a waited-for
-run ended otherwise (`wait`), 75 nothing was written, try again (the store is busy, the
-disk is full, or `wait` timed out).
+run ended otherwise (`wait`), 10-16 what `verify-bundle` found (its --help lists them),
+75 nothing was written, try again (the store is busy, the disk is full, or `wait` timed
+out).
 
 Importing this package loads nothing but the exceptions: a hot verb's process readies
 itself first (`console`), then `main` loads what it runs.

@@ -37,6 +37,9 @@ LAZY_COMMANDS: dict[str, str] = {
     "hooks": "waypost.cli.hosts:hooks_group",
     "token": "waypost.cli.tokens:token_group",
     "wait": "waypost.cli.wait:wait",
+    "export": "waypost.cli.bundle:export",
+    "verify-bundle": "waypost.cli.bundle:verify_bundle",
+    "keys": "waypost.cli.bundle:keys_group",
 }
 
 

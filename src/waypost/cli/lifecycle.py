@@ -210,9 +210,16 @@ def verify(ctx: Ctx, run_id: str | None) -> None:
 
 
 @click.command()
+@click.option("--statement", is_flag=True, help="The signed statement's schema instead "
+              "(the in-toto predicate a bundle carries: waypost export).")
 @verb
-def schema(ctx: Ctx) -> None:
+def schema(ctx: Ctx, statement: bool) -> None:
     """The packet's JSON Schema (what `show --json` prints)."""
+    if statement:
+        from waypost.core.statement import statement_schema
+
+        click.echo(to_json(statement_schema()).decode())
+        return
     click.echo(to_json(model.packet_schema()).decode())
 
 

@@ -4,6 +4,7 @@ an event and the moments passed in, so it is tested without a database.
     moves.py      the transition table: which move each state allows, and where it leads
     authority.py  who may make each move (owner, fenced worker, transferee, watchdog, relay)
     machine.py    apply(packet, event) -> packet, and fold(events)
+    growing.py    evidence appended in constant time while a fold runs
     gates.py      what a review records and whether the run may be approved
     reviewed.py   the reviewed-result digest an answer names, and what changed since
     outbox.py     which deliveries an event causes
@@ -14,6 +15,8 @@ an event and the moments passed in, so it is tested without a database.
     observed.py   the observed view: liveness, watch coverage, delivery, in words
     waiting.py    what a parent waits for (what needs the parent), and how a wait ends
     inbox.py      which events are news for a run's owner (the inbox's items)
+    statement.py  a run's in-toto statement: subjects and its checkpoint predicate
+    signing.py    Ed25519 keys and DSSE envelopes (the one module that loads cryptography)
 
     access.py     what a bearer token's role lets its holder ask for
     readers.py    what each reader of a run sees (everything, or the public view)

@@ -5,7 +5,7 @@ Events are chained with SHA-256: OpenSSL's, or Python's own in a one-shot proces
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from math import isfinite
 from typing import Protocol, cast
@@ -13,10 +13,11 @@ from typing import Protocol, cast
 import msgspec
 
 from waypost.core import outbox
+from waypost.core.growing import growing, settled
 from waypost.core.machine import apply
 from waypost.core.writes import RunWrite, Snapshot
 from waypost.errors import IntegrityError, WaypostError
-from waypost.events import AnyEventData, BlockerOpened, Event, Heartbeat, Nudged
+from waypost.events import AnyEventData, BlockerOpened, Event, Heartbeat, Nudged, Started
 from waypost.model import (
     BlockerKind,
     NudgeTopic,
@@ -189,10 +190,26 @@ _READS_BACK_AS_IS: dict[type, Callable[[AnyEventData], bool]] = {
 
 def verify_run(run_id: str, events: Sequence[Event], stored: Packet) -> None:
     """Recompute the hash chain and the fold; raise IntegrityError naming run and seq."""
+    packet = verify_chain(run_id, events)
+    if packet != stored:
+        raise IntegrityError(
+            f"run {run_id}: the stored packet (version {stored.version}) differs from the "
+            f"fold of its {len(events)} events"
+        )
+
+
+def verify_chain(run_id: str, events: Iterable[Event],
+                 seen: Callable[[Packet, Event], None] | None = None) -> Packet:
+    """Recompute every hash and link of a run's chain and fold it; the fold, or
+    IntegrityError naming the run and the first broken seq. `seen(packet, event)` is told
+    each event with the packet it leaves (its evidence may be growing: `settled` keeps one,
+    see `core/growing`)."""
     prev = GENESIS
     packet: Packet | None = None
     for expected_seq, event in enumerate(events, start=1):
         where = f"run {run_id} seq {event.seq}"
+        if event.run_id != run_id:
+            raise IntegrityError(f"{where}: the event is of run {event.run_id}")
         if event.seq != expected_seq:
             raise IntegrityError(f"{where}: expected seq {expected_seq} (a gap or reorder)")
         if event.prev_hash != prev:
@@ -205,11 +222,11 @@ def verify_run(run_id: str, events: Sequence[Event], stored: Packet) -> None:
             packet = apply(packet, event)
         except WaypostError as exc:
             raise IntegrityError(f"{where}: does not replay: {exc.message}") from exc
+        if isinstance(event.data, Started):
+            packet = growing(packet)
+        if seen is not None:
+            seen(packet, event)
         prev = event.hash
     if packet is None:
         raise IntegrityError(f"run {run_id}: no events")
-    if packet != stored:
-        raise IntegrityError(
-            f"run {run_id}: the stored packet (version {stored.version}) differs from the "
-            f"fold of its {len(events)} events"
-        )
+    return settled(packet)

@@ -15,6 +15,7 @@ from msgspec import UNSET
 
 from waypost.core import outbox
 from waypost.core.authority import authorize
+from waypost.core.growing import appended, growing, settled
 from waypost.core.moves import MOVE_OF, destination
 from waypost.errors import IllegalTransition, InvalidInput, NotFound, RuleViolation, step
 from waypost.events import (
@@ -84,12 +85,15 @@ def apply(packet: Packet | None, event: Event) -> Packet:
 
 
 def fold(events: Iterable[Event]) -> Packet:
+    """The packet `events` build (appending evidence in constant time: `core/growing`)."""
     packet: Packet | None = None
     for event in events:
         packet = apply(packet, event)
+        if isinstance(event.data, Started):
+            packet = growing(packet)
     if packet is None:
         raise NotFound("no events to fold")
-    return packet
+    return settled(packet)
 
 
 def next_blocker_id(packet: Packet) -> str:
@@ -249,7 +253,7 @@ def _evidence_recorded(packet: Packet, event: Event) -> Packet:
             "skipped evidence needs a named reason",
             hint='e.g. --reason "credential STAGING_KEY unavailable to the worker"',
         )
-    return msgspec.structs.replace(packet, evidence=(*packet.evidence, evidence))
+    return msgspec.structs.replace(packet, evidence=appended(packet.evidence, evidence))
 
 
 def _marked_ready(packet: Packet, event: Event) -> Packet:
@@ -314,7 +318,7 @@ def _reviewed(packet: Packet, event: Event) -> Packet:
     review = Review(id=data.review_id, by=event.actor, at=event.at,
                     submitted_at=packet.result.submitted_at if packet.result else None,
                     evidence=tuple(e.id for e in data.evidence))
-    return msgspec.structs.replace(packet, evidence=(*packet.evidence, *data.evidence),
+    return msgspec.structs.replace(packet, evidence=appended(packet.evidence, *data.evidence),
                                    reviews=(*packet.reviews, review))
 
 

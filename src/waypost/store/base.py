@@ -22,6 +22,7 @@ from waypost.model import (
 )
 from waypost.store.answers import AnswerQueue
 from waypost.store.cursors import InboxCursors
+from waypost.store.keys import KeyRing
 from waypost.store.shared import Skipped
 
 if TYPE_CHECKING:  # records load where they are made: a heartbeat makes none
@@ -79,7 +80,7 @@ def lost_lease(current: Delivery, relay: str) -> StaleLease:
     )
 
 
-class Store(InboxCursors, AnswerQueue, ABC):
+class Store(InboxCursors, AnswerQueue, KeyRing, ABC):
     """Where packets, their events and blobs live. Every write is one durable transaction."""
 
     url: str

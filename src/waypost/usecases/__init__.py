@@ -31,4 +31,7 @@ store's one write primitive.
     waiting.py   `wait`: runs followed on the store's change cursor, one follower per store
     github_answers.py  a `/waypost` command on GitHub decided into an answer, its reply
     commands.py  a refusal's next step as the `waypost` command line a shell user types
+    keys.py      signing keys: made, listed, exported as a keyring, retired, loaded to sign
+    bundles.py   `export`: a run as one signed tar, streamed blob by blob
+    verifying.py `verify-bundle`: a bundle checked with no store, the first break named
 """

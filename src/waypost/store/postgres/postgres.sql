@@ -183,3 +183,13 @@ CREATE TABLE answers (
 );
 
 CREATE INDEX answers_open ON answers (done, received_at);
+
+-- The public signing keys (`store/keys.py`): what signs a run's bundle. Only the public
+-- half; a key is retired, never deleted.
+CREATE TABLE signing_keys (
+    keyid       text PRIMARY KEY,
+    holder      text NOT NULL,
+    public_key  text NOT NULL,
+    valid_from  timestamptz NOT NULL,
+    retired_at  timestamptz
+);

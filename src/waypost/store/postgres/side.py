@@ -1,7 +1,7 @@
-"""The PostgreSQL store's operations whose SQL lives in modules of its own: the change
-feed and bearer tokens (`api`), the answers queue (`answers`), the outbox's claims and the relays
-(`outbox`), the watchdog's registrations and deferred checks (`watch`).
-`PostgresStore` is built on this."""
+"""The PostgreSQL store's operations whose SQL lives in modules of its own: the change feed
+and bearer tokens (`api`), the answers queue (`answers`), the signing keys (`keys`), the
+outbox's claims and the relays (`outbox`), the watchdog's registrations and deferred
+checks (`watch`). `PostgresStore` is built on this."""
 
 from __future__ import annotations
 
@@ -18,8 +18,10 @@ from waypost.model import Delivery, Grant, Packet, RelayInfo, State, Watcher, js
 from waypost.store.answers import AnswerRow
 from waypost.store.base import Store
 from waypost.store.cursors import SCAN_RUNS, InboxScan
+from waypost.store.keys import PublicKey
 from waypost.store.postgres import answers as answers_sql
 from waypost.store.postgres import api as api_sql
+from waypost.store.postgres import keys as keys_sql
 from waypost.store.postgres import outbox as outbox_sql
 from waypost.store.postgres import watch as watch_sql
 from waypost.store.shared import Skipped, inbox_rows, readable_packets, stop_turn_setting
@@ -113,6 +115,21 @@ class PostgresSide(Store):
     def revoke_token(self, token_id: str, *, at: datetime) -> Grant | None:
         with self._cursor(f"revoke token {token_id}", write=True, one_statement=True) as cur:
             return api_sql.revoke_token(cur, token_id, at)
+
+    # --- the signing keys ---------------------------------------------------------------
+
+    def put_key(self, key: PublicKey) -> bool:
+        with self._cursor(f"record key {key.keyid[:16]}", write=True,
+                          one_statement=True) as cur:
+            return keys_sql.put(cur, key)
+
+    def signing_keys(self) -> list[PublicKey]:
+        with self._cursor("list signing keys", write=False) as cur:
+            return keys_sql.every(cur)
+
+    def retire_key(self, keyid: str, *, at: datetime) -> PublicKey | None:
+        with self._cursor(f"retire key {keyid[:16]}", write=True, one_statement=True) as cur:
+            return keys_sql.retire(cur, keyid, at)
 
     # --- the answers queue ----------------------------------------------------------------
 

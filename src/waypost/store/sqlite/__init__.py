@@ -7,6 +7,7 @@
     side.py     the operations whose SQL lives in the modules below
     api.py      the change feed a board follows, and bearer tokens
     answers.py  the answers queue: answers from Slack and GitHub until carried out
+    keys.py     the signing keys: public halves, holders, validity
     outbox.py   the outbox's claims and the relay registry
     watch.py    watcher registrations, due runs, deferred checks and retention
     sqlite.sql  the schema of a fresh store; `sqlite_N_*.sql` the migrations, in order

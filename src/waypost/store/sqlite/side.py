@@ -1,8 +1,8 @@
-"""The SQLite store's operations whose SQL lives in modules of its own: the change feed
-and bearer tokens (`api`), the answers queue (`answers`), the outbox's claims and the
-relays (`outbox`), the watchdog's registrations and deferred checks (`watch`). Each module
-is imported where it is used, so a heartbeat loads none of them. `SqliteStore` is built on
-this."""
+"""The SQLite store's operations whose SQL lives in modules of its own: the change feed and
+bearer tokens (`api`), the answers queue (`answers`), the signing keys (`keys`), the
+outbox's claims and the relays (`outbox`), the watchdog's registrations and deferred
+checks (`watch`). Each module is imported where it is used, so a heartbeat loads none of
+them. `SqliteStore` is built on this."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from waypost.store.shared import Skipped, inbox_rows, readable_packets
 
 if TYPE_CHECKING:  # made where they are used: a heartbeat makes none
     from waypost.store.answers import AnswerRow
+    from waypost.store.keys import PublicKey
     from waypost.store.records import AlwaysHeld
 
 _Transaction = Callable[[str], AbstractContextManager[sqlite3.Connection]]
@@ -105,6 +106,28 @@ class SqliteSide(Store):
 
         with self._writing(f"revoke token {token_id}") as db:
             return sqlite_api.revoke_token(db, token_id, at)
+
+    # --- the signing keys ---------------------------------------------------------------
+
+    def put_key(self, key: PublicKey) -> bool:
+        from waypost.store.sqlite import keys
+
+        with self._writing(f"record key {key.keyid[:16]}") as db:
+            return keys.put(db, key)
+
+    def signing_keys(self) -> list[PublicKey]:
+        from waypost.store.sqlite import keys
+
+        if self._db is None:
+            return []  # no store yet, so no keys
+        with self._reading("list signing keys") as db:
+            return keys.every(db)
+
+    def retire_key(self, keyid: str, *, at: datetime) -> PublicKey | None:
+        from waypost.store.sqlite import keys
+
+        with self._writing(f"retire key {keyid[:16]}") as db:
+            return keys.retire(db, keyid, at)
 
     # --- the answers queue ----------------------------------------------------------------
 
