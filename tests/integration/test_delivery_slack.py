@@ -7,7 +7,7 @@ import json
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 
@@ -118,31 +118,45 @@ def test_a_429_on_the_duplicate_check_waits_and_never_posts(
     assert db.get(run_id).state is State.DELIVERED
 
 
-def test_notices_update_one_message_and_the_final_result_goes_in_its_thread(
-        db: Store, clock: FakeClock, slack: FakeSlack) -> None:
+def _blocked_on_input(db: Store, clock: FakeClock, slack: FakeSlack) -> Blocked:
+    """A run noticed in Slack (target and notify one channel), blocked on missing input."""
     uri = f"slack:{CHANNEL}"
     run, _ = starting.start(db, "Ship the fix", actor="alice", owner="alice", target=uri,
-                        notify=uri, kind=Kind.LONG_RUNNING, max_silence=3600, clock=clock)
+                            notify=uri, kind=Kind.LONG_RUNNING, max_silence=3600, clock=clock)
     worker = runs.Run(db, run.id, actor="w1", clock=clock)
     worker.claim()
     sender = relay(db, clock, slack)
     _, blocker = worker.block(BlockerKind.MISSING_INPUT, "which staging host?")
     sender.drain()
     [notice] = slack.messages(run.id)
-    runs.Run(db, run.id, actor="alice", clock=clock).unblock(blocker, "staging-2")
+    return Blocked(run.id, worker, sender, blocker, notice)
+
+
+class Blocked(NamedTuple):
+    run: str
+    worker: runs.Run
+    sender: Relay
+    blocker: str
+    notice: dict[str, Any]
+
+
+def test_notices_update_one_message_and_the_final_result_goes_in_its_thread(
+        db: Store, clock: FakeClock, slack: FakeSlack) -> None:
+    run_id, worker, sender, blocker, notice = _blocked_on_input(db, clock, slack)
+    runs.Run(db, run_id, actor="alice", clock=clock).unblock(blocker, "staging-2")
     worker.report_evidence(EvidenceKind.TEST, Verdict.PASSED, "pytest -q: 3 passed")
     worker.ready(PRIVATE, public_summary=PUBLIC)
     sender.drain()
-    assert [m["ts"] for m in slack.messages(run.id)] == [notice["ts"]]
-    assert "ready for review" in slack.messages(run.id)[0]["text"]
-    owner = runs.Run(db, run.id, actor="alice", clock=clock)
+    assert [m["ts"] for m in slack.messages(run_id)] == [notice["ts"]]
+    assert "ready for review" in slack.messages(run_id)[0]["text"]
+    owner = runs.Run(db, run_id, actor="alice", clock=clock)
     owner.review()
     owner.approve()
     sender.drain()
-    top, reply = slack.messages(run.id)
+    top, reply = slack.messages(run_id)
     assert (top["ts"], reply.get("thread_ts")) == (notice["ts"], notice["ts"])
     assert PUBLIC in reply["text"]
-    assert db.get(run.id).state is State.DELIVERED
+    assert db.get(run_id).state is State.DELIVERED
 
 
 @pytest.mark.parametrize(("settings", "channel", "named"), [
@@ -217,36 +231,28 @@ def buttons(message: dict[str, Any]) -> dict[str, str]:
 
 def test_a_waiting_notice_carries_buttons_bound_to_what_it_shows(
         db: Store, clock: FakeClock, slack: FakeSlack) -> None:
-    uri = f"slack:{CHANNEL}"
-    run, _ = starting.start(db, "Ship the fix", actor="alice", owner="alice", target=uri,
-                            notify=uri, kind=Kind.LONG_RUNNING, max_silence=3600, clock=clock)
-    worker = runs.Run(db, run.id, actor="w1", clock=clock)
-    worker.claim()
-    sender = relay(db, clock, slack)
-    _, blocker = worker.block(BlockerKind.MISSING_INPUT, "which staging host?")
-    sender.drain()
-    [notice] = slack.messages(run.id)
+    run_id, worker, sender, blocker, notice = _blocked_on_input(db, clock, slack)
     assert buttons(notice) == {
-        "waypost_send": json.dumps({"run": run.id, "blocker": blocker}, separators=(",", ":")),
-        "waypost_cancel": json.dumps({"run": run.id}, separators=(",", ":"))}
+        "waypost_send": json.dumps({"run": run_id, "blocker": blocker}, separators=(",", ":")),
+        "waypost_cancel": json.dumps({"run": run_id}, separators=(",", ":"))}
     assert [b["block_id"] for b in notice["blocks"] if b["type"] == "input"] == \
         ["waypost_input"]
     assert notice["blocks"][0]["text"]["text"] == notice["text"]
-    runs.Run(db, run.id, actor="alice", clock=clock).unblock(blocker, "staging-2")
+    runs.Run(db, run_id, actor="alice", clock=clock).unblock(blocker, "staging-2")
     worker.report_evidence(EvidenceKind.TEST, Verdict.PASSED, "pytest -q: 3 passed")
     worker.ready(PRIVATE, public_summary=PUBLIC)
     sender.drain()
-    [updated] = slack.messages(run.id)
-    digest = result_digest(db.get(run.id))
-    value = json.dumps({"run": run.id, "reviewed": digest}, separators=(",", ":"))
+    [updated] = slack.messages(run_id)
+    digest = result_digest(db.get(run_id))
+    value = json.dumps({"run": run_id, "reviewed": digest}, separators=(",", ":"))
     assert buttons(updated) == {"waypost_review": value, "waypost_approve": value,
                                 "waypost_changes": value, "waypost_cancel": value}
     assert PRIVATE not in json.dumps(updated)
-    owner = runs.Run(db, run.id, actor="alice", clock=clock)
+    owner = runs.Run(db, run_id, actor="alice", clock=clock)
     owner.review()
     owner.approve()
     sender.drain()
-    _, final = slack.messages(run.id)
+    _, final = slack.messages(run_id)
     assert "blocks" not in final  # the final result waits for nobody
 
 
