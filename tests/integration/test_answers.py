@@ -189,3 +189,28 @@ def test_an_outcome_never_shows_the_runs_target_or_notify_uri(store: Store,
     assert approved.ok, approved
     assert "s3cr3t" not in approved.said
     assert "the run's target" in approved.said
+
+
+def test_what_the_rules_refuse_now_is_decided_before_anything_is_stored(
+        store: Store, clock: FakeClock) -> None:
+    run = _ready(store, clock)
+    seen = result_digest(store.get(run))
+    assert answers.decide(store, _answer(run, Action.REVIEW), config=CONFIG,
+                          exposure=EXPOSURE) is None
+    _do(store, _answer(run, Action.REVIEW))
+    digest = result_digest(store.get(run))
+    refused = {
+        "worker": _answer(run, Action.APPROVE, user="UWORKER1", reviewed=digest),
+        "unmapped": _answer(run, Action.APPROVE, user="UNOBODY9", reviewed=digest),
+        "outdated": _answer(run, Action.APPROVE, reviewed=seen),
+        "unnamed": _answer(run, Action.APPROVE),
+        "no such run": _answer("wp_nosuchrun", Action.REVIEW),
+        "no reason": _answer(run, Action.CANCEL)}
+    codes = {why: answers.decide(store, answer, config=CONFIG, exposure=EXPOSURE)
+             for why, answer in refused.items()}
+    assert {why: o.code if o else None for why, o in codes.items()} == {
+        "worker": "not_authorized", "unmapped": "not_authorized", "outdated": "result_changed",
+        "unnamed": "invalid_input", "no such run": "not_found", "no reason": "invalid_input"}
+    assert answers.decide(store, _answer(run, Action.APPROVE, reviewed=digest), config=CONFIG,
+                          exposure=EXPOSURE) is None
+    assert store.get(run).state is State.READY_FOR_REVIEW  # deciding wrote nothing

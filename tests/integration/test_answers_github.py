@@ -19,7 +19,7 @@ from tests import pg
 from tests.delivery_support import PRIVATE, PUBLIC, fast
 from tests.fake_services import FakeGitHub, Hookshot
 from tests.http_support import serving_app
-from tests.parity.dump import Dump, dump
+from tests.parity.dump import dump
 from waypost.config import Config
 from waypost.core.reviewed import result_digest, short
 from waypost.delivery.relay import Relay
@@ -80,6 +80,15 @@ class Thread:
     def replies(self) -> list[str]:
         return [c["body"] for c in self.github.thread(REPO, NUMBER)
                 if c["user"]["login"] == self.github.login and not c["body"].startswith("<!--")]
+
+    def replied(self, count: int) -> list[str]:
+        """The replies once there are `count` of them (a refusal is shown after the
+        response, by the server's answers thread; bounded wait)."""
+        deadline = time.monotonic() + WAIT
+        while len(found := self.replies()) < count:
+            assert time.monotonic() < deadline, found
+            time.sleep(0.05)
+        return found
 
     def statuses(self) -> dict[str, str]:
         return {s["context"]: s["state"] for s in self.github.statuses.get((REPO, SHA), [])}
@@ -156,10 +165,6 @@ def test_a_run_goes_from_ready_to_delivered_by_comments(store_url: str,
         assert github.run_comments(run)[0]["body"] == final["body"]
 
 
-def _without_answers(found: Dump) -> Dump:
-    return {table: rows for table, rows in found.items() if table != "answers"}
-
-
 @pytest.fixture
 def sqlite_url(tmp_path: Path) -> str:
     return str(tmp_path / "store.db")
@@ -209,19 +214,19 @@ def test_an_unmapped_login_changes_nothing(sqlite_url: str, github: FakeGitHub) 
 
 def test_the_workers_own_login_is_refused_and_says_why(sqlite_url: str,
                                                        github: FakeGitHub) -> None:
+    """Refused by the run's rules as it stands: decided before anything is stored (the
+    whole store, its answers queue included, is as it was) and answered in the thread."""
     with served(sqlite_url, github) as thread:
         run = ready_run(thread.store)
         before = dump(sqlite_url)
         digest = short(result_digest(thread.store.get(run)) or "")
         for said in (f"/waypost approve {digest}", "/waypost cancel mine to stop"):
             response, delivery = thread.say(said, login="octo-w1")
-            assert response.status_code == 202
-            outcome = thread.done(delivery)
-            assert not outcome.ok
-            assert outcome.actor == "w1"
-        assert _without_answers(dump(sqlite_url)) == _without_answers(before)
-        replies = thread.replies()
-        assert len(replies) == 2
+            assert response.status_code == 200
+            assert response.json()["refused"].startswith("w1 ")
+            assert thread.store.answer_row(f"github:{delivery}") is None
+        assert dump(sqlite_url) == before
+        replies = thread.replied(2)
         assert all("refused, nothing was done" in r for r in replies)
         assert all(v == ["confused"] for v in github.reactions.values())
         assert thread.statuses() == {}
@@ -238,12 +243,13 @@ def test_an_answer_to_an_outdated_result_is_refused_saying_what_changed(
         worker.ready(PRIVATE + " and one more case", public_summary=PUBLIC)  # a new result
         runs.Run(thread.store, run, actor="alice").review(config=Config())
         before = dump(sqlite_url)
-        _, delivery = thread.say(f"/waypost approve {old}")
-        outcome = thread.done(delivery)
-        assert not outcome.ok
-        assert "submitted a new result" in outcome.said
-        assert _without_answers(dump(sqlite_url)) == _without_answers(before)
-        assert "submitted a new result" in thread.replies()[-1]
+        shown = len(thread.replies())
+        response, delivery = thread.say(f"/waypost approve {old}")
+        assert response.status_code == 200
+        assert "submitted a new result" in response.json()["refused"]
+        assert thread.store.answer_row(f"github:{delivery}") is None
+        assert dump(sqlite_url) == before
+        assert "submitted a new result" in thread.replied(shown + 1)[-1]
         assert thread.store.get(run).state is State.READY_FOR_REVIEW
 
 
@@ -261,12 +267,12 @@ def test_an_approving_review_counts_only_where_configured(sqlite_url: str,
     configured = Config(github_users=CONFIG.github_users, github_review_approves=True)
     with served(sqlite_url, github, configured) as thread:
         bare = Hookshot.review(REPO, NUMBER, "octo-alice", "LGTM", ident=78)
+        shown = len(thread.replies())
         response = thread.hook.send("pull_request_review", bare, delivery="review-78")
-        assert response.status_code == 202
-        outcome = thread.done("review-78")
-        assert not outcome.ok
-        assert "must name the reviewed result" in outcome.said
-        assert "must name the reviewed result" in thread.replies()[-1]
+        assert response.status_code == 200  # refused before anything was stored
+        assert "must name the reviewed result" in response.json()["refused"]
+        assert thread.store.answer_row("github:review-78") is None
+        assert "must name the reviewed result" in thread.replied(shown + 1)[-1]
         assert thread.store.get(run).state is State.READY_FOR_REVIEW
         _, delivery = thread.say("/waypost review")
         digest = digest_in(thread.replies()[-1]) if thread.done(delivery).ok else ""

@@ -197,28 +197,37 @@ def test_forged_stale_replayed_or_unmapped_requests_change_nothing(
 
 def test_the_workers_identity_and_an_outdated_message_are_refused_saying_why(
         url: str, slack: FakeSlack, served: tuple[str, Store]) -> None:
+    """Refused by the run's rules as it stands: decided before anything is stored (the
+    whole store, its answers queue included, is as it was) and shown on the message."""
     base, store = served
     run = ready_run(store, slack)
     first = message(slack, run)
-    before = without_answers(url)
+    before = dump(url)
     click(base, first, slack_blocks.APPROVE, user=WORKER, trigger="1.worker")
-    by_worker = outcome(store, "slack:1.worker")
-    assert not by_worker.ok
-    assert by_worker.code == "not_authorized"
-    assert without_answers(url) == before
-    assert "<@UWORKER1> approve: not done (not_authorized)" in message(slack, run)["text"]
+    said = refused_on(slack, run, "<@UWORKER1> approve: not done (not_authorized)")
+    assert "the run's own worker" in said
+    assert store.answer_row("slack:1.worker") is None
+    assert dump(url) == before
     click(base, first, slack_blocks.REVIEW, trigger="2.review")
     assert outcome(store, "slack:2.review").ok
-    before = without_answers(url)
+    before = dump(url)
     click(base, first, slack_blocks.APPROVE, trigger="3.outdated")  # the first message's
-    outdated = outcome(store, "slack:3.outdated")
-    assert not outdated.ok
-    assert "is not the run's result" in outdated.said
-    assert "alice ran a review" in outdated.said
-    assert without_answers(url) == before
+    said = refused_on(slack, run, "approve: not done (result_changed)")
+    assert "is not the run's result" in said
+    assert "alice ran a review" in said
+    assert store.answer_row("slack:3.outdated") is None
+    assert dump(url) == before
     shown = message(slack, run)
-    assert "not done" in shown["text"]
     assert digest_on(shown, slack_blocks.APPROVE) == result_digest(store.get(run))
+
+
+def refused_on(slack: FakeSlack, run: str, needle: str) -> str:
+    """The run's message once it shows a refusal saying `needle` (bounded wait)."""
+    deadline = time.monotonic() + WAIT
+    while needle not in (text := str(message(slack, run)["text"])):
+        assert time.monotonic() < deadline, f"the message never said {needle!r}: {text}"
+        time.sleep(0.02)
+    return text
 
 
 def test_without_a_signing_secret_the_route_takes_nothing(

@@ -123,8 +123,8 @@ class GitHubDoor(Driver):
         said = response.json()
         if "ignored" in said:  # no run comments on the thread: there is none to act on
             return Cls.NOT_FOUND
-        if "refused" in said:  # refused before it was stored: it does not read
-            return Cls.INVALID
+        if "refused" in said:  # refused before it was stored, saying why
+            return class_of(ERROR_OF_CODE[said["code"]])
         assert said["accepted"] is True, said
         deadline = time.monotonic() + WAIT_S
         while (outcome := answers.outcome_of(self.world.store, f"github:{delivery}")) is None:

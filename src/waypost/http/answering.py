@@ -8,6 +8,7 @@ import os
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from typing import NamedTuple
 
 from litestar.datastructures import State
 
@@ -16,7 +17,7 @@ from waypost.http.settings import ServerConfig
 from waypost.http.slack_replies import slack_reply
 from waypost.store import Store
 from waypost.usecases import github_answers
-from waypost.usecases.answers import Answer, Answerer, Reply, accept
+from waypost.usecases.answers import Answer, Answerer, Outcome, Reply, accept
 
 STOP_WAIT = 5.0  # seconds the server waits for an answer being carried out when it stops
 
@@ -66,11 +67,25 @@ def answering(state: State, store: Store, config: ServerConfig) -> Iterator[Answ
         thread.join(STOP_WAIT)
 
 
-def hand_over(state: State, store: Store, answer: Answer) -> bool:
-    """Store a decided answer and wake the thread; False: its key was stored before (the
-    service retried the request, or someone replayed it), so nothing more happens."""
+class Handed(NamedTuple):
+    """What became of an answer handed over."""
+
+    accepted: bool  # stored, to be carried out (False: refused now, or stored before)
+    refusal: Outcome | None = None  # refused now, before anything was stored: why
+
+
+def hand_over(state: State, store: Store, answer: Answer, *, show: bool = True) -> Handed:
+    """Decide a signed, well-formed answer by the run's rules as it stands: refused, nothing
+    is stored and the refusal is shown where the answer came from; else it is stored (once:
+    a retried or replayed request's key was stored before, and nothing more happens) and
+    the thread woken to carry it out. `show`: False when the door shows a refusal itself
+    (`Answerer.show`), or not at all."""
+    answerer: Answerer = state.answerer
+    refusal = answerer.decide(answer)
+    if refusal is not None:
+        if show:
+            answerer.show(answer, refusal)
+        return Handed(accepted=False, refusal=refusal)
     accepted = accept(store, answer)
-    answerer: Answerer | None = getattr(state, "answerer", None)
-    if answerer is not None:
-        answerer.wake()
-    return accepted
+    answerer.wake()
+    return Handed(accepted=accepted)

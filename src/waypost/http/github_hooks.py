@@ -52,6 +52,7 @@ class HookReceipt(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True)
     action: str | None = None
     ignored: str | None = None  # why it asks nothing of waypost
     refused: str | None = None  # why the command was refused before it was stored
+    code: str | None = None  # the refusal's code (invalid_input, not_authorized, …)
     said: str | None = None
 
 
@@ -117,14 +118,20 @@ async def github_webhook(request: Request[Any, Any, Any], store: StoreDep,
     if isinstance(decided, github_answers.Refusal):
         return _refused(request, heard, decided, delivery)
     state = request.app.state
-    fresh = await to_thread.run_sync(lambda: hand_over(state, store, decided))
+    handed = await to_thread.run_sync(lambda: hand_over(state, store, decided, show=False))
+    if handed.refusal is not None:  # refused by the run's rules now: nothing was stored
+        if _first_time(request, delivery):  # a redelivery is not answered twice
+            state.answerer.show(decided, handed.refusal)
+        return Response(HookReceipt(ok=False, run=decided.run, action=str(decided.action),
+                                    refused=handed.refusal.said, code=handed.refusal.code))
+    fresh = handed.accepted
     return Response(HookReceipt(ok=True, accepted=fresh, run=decided.run,
                             action=str(decided.action)), status_code=202 if fresh else 200)
 
 
 def _refused(request: Request[Any, Any, Any], heard: hub.Heard,
              refusal: github_answers.Refusal, delivery: str) -> Response[HookReceipt]:
-    said = HookReceipt(ok=False, refused=refusal.said)
+    said = HookReceipt(ok=False, refused=refusal.said, code="invalid_input")
     if not _first_time(request, delivery):
         return Response(said)
     task = BackgroundTask(_show_refusal, request.app.state.config, heard, refusal)

@@ -23,6 +23,7 @@ import logging
 import os
 import socket
 import threading
+from collections import deque
 from collections.abc import Callable, Mapping
 from datetime import datetime
 
@@ -45,6 +46,7 @@ BATCH = 20  # answers claimed at once
 MOST_ATTEMPTS = 5  # claims of one answer before it is recorded as failed
 POLL = 5.0  # seconds between looks when nothing woke the thread
 MAX_TEXT = 2000  # characters of a reason or an input typed in a service
+SHOWN_AT_MOST = 1000  # refusals waiting to be shown (more: the oldest are not shown)
 log = logging.getLogger("waypost.answers")
 
 
@@ -121,6 +123,54 @@ def mapped(config: Config, source: str, user: str) -> str | None:
     return next((actor for who, actor in table if who == user), None)
 
 
+def decide(store: Store, answer: Answer, *, config: Config,
+           exposure: Exposure) -> Outcome | None:
+    """Refuse now, before anything is stored, an answer the run's rules refuse as the run
+    stands (an unmapped user, no such run, the worker's own identity or anyone else who may
+    not, a state that takes no such answer, a result changed since the message): the
+    refusal, shown where the answer came from; None when it is to be stored and carried
+    out (where the same rules decide again, on the run as it then is)."""
+    actor = mapped(config, answer.source, answer.user)
+    try:
+        if actor is None:
+            raise _unmapped(answer)
+        _precheck(Run(store, answer.run, actor=actor), answer, exposure)
+    except WaypostError as exc:
+        return _refused(store, answer, actor, exc)
+    return None
+
+
+def _precheck(run: Run, answer: Answer, exposure: Exposure) -> None:
+    """The checks `_act` makes, without doing anything (`Run.precheck`)."""
+    from waypost.core.authority import check_may_review
+    from waypost.events import Cancelled
+    from waypost.usecases import approval
+
+    action = answer.action
+    if action in BOUND:
+        _check_bound(run, answer)
+    if action is Action.REVIEW:
+        packet = run.packet
+        check_may_review(packet, run.actor)
+        exposure.check_review(packet)
+    elif action is Action.APPROVE:
+        reviewed = approval.given(answer.reviewed)
+        run.precheck(lambda p: approval.approved(run, p, (), reviewed))
+    elif action is Action.CHANGES:
+        text, reviewed = _text(answer), approval.given(answer.reviewed)
+        run.precheck(lambda p: approval.changes_requested(run, p, text, reviewed))
+    elif action is Action.CANCEL:
+        text = _text(answer)
+        run.precheck(lambda p: Cancelled(reason=text))
+    # an input is decided when carried out (its blocker's own rules, `Run.unblock`)
+
+
+def _unmapped(answer: Answer) -> NotAuthorized:
+    return NotAuthorized(
+        f"{answer.source} user {answer.user} is not mapped to a waypost actor: nothing was "
+        "done", hint=f"map it in waypost.toml under [answers.{answer.source}]")
+
+
 def carry_out(store: Store, answer: Answer, *, config: Config, exposure: Exposure,
               again: bool = False) -> Outcome:
     """Do what `answer` asks, as its mapped actor, by the rules every door follows;
@@ -128,10 +178,7 @@ def carry_out(store: Store, answer: Answer, *, config: Config, exposure: Exposur
     actor = mapped(config, answer.source, answer.user)
     try:
         if actor is None:
-            raise NotAuthorized(
-                f"{answer.source} user {answer.user} is not mapped to a waypost actor: "
-                "nothing was done",
-                hint=f"map it in waypost.toml under [answers.{answer.source}]")
+            raise _unmapped(answer)
         run = Run(store, answer.run, actor=actor)
         if again and _done_before(store, answer, actor):
             packet = store.get(answer.run)
@@ -238,6 +285,18 @@ class Answerer:
         self.lease = lease
         self.id = f"answers:{socket.gethostname()}:{os.getpid()}:{id(self):x}"
         self.woken = threading.Event()
+        # refusals decided before storing, to be shown where they came from (not kept: a
+        # refusal changed nothing, and the service's user may simply answer again)
+        self.refusals: deque[tuple[Answer, Outcome]] = deque(maxlen=SHOWN_AT_MOST)
+
+    def decide(self, answer: Answer) -> Outcome | None:
+        """`decide` with this server's configuration and exposure."""
+        return decide(self.store, answer, config=self.config, exposure=self.exposure)
+
+    def show(self, answer: Answer, refusal: Outcome) -> None:
+        """Show a refusal decided before storing, from this thread (never the request's)."""
+        self.refusals.append((answer, refusal))
+        self.wake()
 
     def wake(self) -> None:
         """Something was accepted: look now."""
@@ -258,12 +317,22 @@ class Answerer:
 
     def serve(self, stop: threading.Event, *, poll: float = POLL) -> None:
         while not stop.is_set():
+            self.show_refusals()
             try:
                 self.drain()
             except WaypostError as exc:  # the store is away: look again later
                 log.warning("answers: %s", exc.message)
             self.woken.wait(poll)
             self.woken.clear()
+
+    def show_refusals(self) -> int:
+        """Show every refusal waiting to be shown; how many were."""
+        shown = 0
+        while self.refusals:
+            answer, refusal = self.refusals.popleft()
+            self._reply(answer, refusal)
+            shown += 1
+        return shown
 
     def _one(self, row: AnswerRow) -> None:
         try:
@@ -278,13 +347,16 @@ class Answerer:
         else:
             outcome = carry_out(self.store, answer, config=self.config,
                                 exposure=self.exposure, again=row.attempts > 1)
+        self._reply(answer, outcome)
+        self._finish(row, outcome)
+
+    def _reply(self, answer: Answer, outcome: Outcome) -> None:
         reply = self.replies.get(answer.source)
         if reply is not None:
             try:
                 reply(answer, outcome)
             except Exception as exc:  # the outcome stands; showing it is best effort
-                log.warning("answers: could not show the outcome of %s: %s", row.key, exc)
-        self._finish(row, outcome)
+                log.warning("answers: could not show the outcome of %s: %s", answer.key, exc)
 
     def _finish(self, row: AnswerRow, outcome: Outcome) -> None:
         self.store.finish_answer(row.key, self.id, outcome=_encode.encode(outcome),
