@@ -49,14 +49,21 @@ def _review_tally(packet: Packet, review: Review) -> str:
     return f"{review.id} by {one_line(review.by)} at {when(review.at)}: {counts or 'no gates'}"
 
 
+def _awaited(packet: Packet) -> str | None:
+    """The digest of the result an answer is awaited for (loaded only then: `show` is hot)."""
+    if packet.state is not State.READY_FOR_REVIEW:
+        return None
+    from waypost.core.reviewed import shown
+
+    return shown(packet)
+
+
 def _approval_lines(packet: Packet) -> list[str]:
     """Reviews, the approval and every waiver: a waiver stays on show for good; while the
     result waits for review, its reviewed-result digest (what an answer names)."""
-    from waypost.usecases.approval import shown  # the digest only a whole result has
-
     lines = _section("reviews", [_review_tally(packet, r) for r in packet.reviews])
-    digest = shown(packet)
-    if digest is not None and packet.state is State.READY_FOR_REVIEW:
+    digest = _awaited(packet)
+    if digest is not None:
         lines.append(_field("reviewed", f"{digest} (approve or send back with --reviewed "
                                         f"{digest.removeprefix('sha256:')[:12]})"))
     approval = packet.approval

@@ -19,6 +19,7 @@ from typing import Any, Final
 from waypost.core.gates import current_review, verdicts
 from waypost.events import Event
 from waypost.model import Packet, to_json
+from waypost.model.packet import WITHHELD
 
 PREFIX: Final = "sha256:"
 SHORT: Final = 12  # hex digits shown, and the fewest a typed digest may give
@@ -51,6 +52,15 @@ def result_digest(packet: Packet) -> str | None:
     if covered is None:
         return None
     return PREFIX + sha256(to_json(covered)).hexdigest()
+
+
+def shown(packet: Packet) -> str | None:
+    """The run's reviewed-result digest as a reader is shown it: None while no result is
+    submitted, or when the private summary is withheld from this reader (a digest of the
+    public view names no result)."""
+    if packet.result is None or packet.result.summary == WITHHELD:
+        return None
+    return result_digest(packet)
 
 
 def short(digest: str) -> str:

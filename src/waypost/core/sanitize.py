@@ -29,6 +29,7 @@ import msgspec
 
 from waypost.core.sanitize_rules import HOME_AFTER_HIT, RULES, FindingKind, Hit, Subject, may_hit
 from waypost.model import Packet, from_json, to_json
+from waypost.model.packet import WITHHELD
 
 __all__ = ["WITHHELD", "Finding", "FindingKind", "find", "mask", "public_packet", "redact",
            "scan_bytes", "text_of"]
@@ -168,7 +169,6 @@ def scan_bytes(data: bytes, name: str, *, deny: Sequence[str] = (),
 
 # --- the public packet ------------------------------------------------------------------
 
-WITHHELD = "[withheld: the private summary is not part of the public packet]"
 
 
 def public_packet(packet: Packet, *, deny: Sequence[str] = (),

@@ -16,11 +16,11 @@ from datetime import datetime
 
 from waypost.core import observed
 from waypost.core.gates import current_review, unmet, verdicts
+from waypost.core.reviewed import shown
 from waypost.display import one_line, printable
 from waypost.durations import format_duration
 from waypost.events import Event
 from waypost.model import TERMINAL, Artifact, Packet, State
-from waypost.usecases.approval import shown
 from waypost.usecases.views import ago, event_gist, when
 
 STATE_ORDER = (State.IN_PROGRESS, State.BLOCKED, State.READY_FOR_REVIEW, State.APPROVED,

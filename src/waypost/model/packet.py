@@ -190,6 +190,10 @@ class Gate(Record, frozen=True, kw_only=True):
     adopted_by: str | UnsetType = UNSET
 
 
+# what the private summary reads as in the public view (`core.readers`, `core.sanitize`)
+WITHHELD = "[withheld: the private summary is not part of the public packet]"
+
+
 class Result(Record, frozen=True, kw_only=True):
     summary: str
     public_summary: str | None = None

@@ -102,17 +102,6 @@ def changed(store: Store, packet: Packet, reviewed: str, digest: str | None, *,
         hint="nothing was written: look at the result as it is now before answering it")
 
 
-def shown(packet: Packet) -> str | None:
-    """The run's reviewed-result digest as a reader is shown it: None while no result is
-    submitted, or when the private summary is withheld from this reader (a digest of the
-    public view names no result)."""
-    from waypost.core.sanitize import WITHHELD
-
-    if packet.result is None or packet.result.summary == WITHHELD:
-        return None
-    return result_digest(packet)
-
-
 def _steps(packet: Packet, digest: str | None, verb: str) -> list[Step]:
     if digest is None:
         return [step("read", packet.id, why="see where the run is")]
