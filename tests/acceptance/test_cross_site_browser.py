@@ -53,6 +53,9 @@ BODIES: Final[dict[str, object]] = {
     "/hooks/claude/{event}": {"session_id": "planted", "transcript_path": "/tmp/t.jsonl",
                               "cwd": "/tmp", "hook_event_name": "SessionStart",
                               "source": "startup"},
+    # signed by GitHub, never by a cookie: a page cannot sign, so it plants nothing
+    "/github/webhook": {"action": "created", "comment": {"id": 1, "body": "/waypost cancel x",
+                                                         "user": {"login": "mallory"}}},
 }
 BOARD_ACTIONS: Final = ("review", "approve", "changes", "cancel", "adopt")
 
