@@ -149,3 +149,13 @@ def test_another_apps_click_or_another_interaction_is_none() -> None:
 def test_a_malformed_payload_is_invalid_input(body: bytes) -> None:
     with pytest.raises(InvalidInput):
         slack_requests.interaction(body)
+
+
+@pytest.mark.parametrize("user", ["U024BE7LH> is mapped. <@U0OWNER", "<!channel>",
+                                  "u024be7lh", "U024BE7LH\u200b", "U024BE7LH|alice"])
+def test_a_user_that_is_no_slack_user_id_is_refused(user: str) -> None:
+    """Only a Slack user id names who clicked: nothing that would read as another user, a
+    channel-wide mention or a display name when the outcome names them (`<@USER>`)."""
+    body = slack_support.click(ready_message(), slack_blocks.APPROVE, user=user, channel="C1")
+    with pytest.raises(InvalidInput, match="the payload.s user is"):
+        slack_requests.interaction(body)
