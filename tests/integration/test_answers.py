@@ -189,3 +189,27 @@ def test_an_outcome_never_shows_the_runs_target_or_notify_uri(store: Store,
     assert approved.ok, approved
     assert "s3cr3t" not in approved.said
     assert "the run's target" in approved.said
+
+
+def test_an_answer_whose_claims_keep_dying_is_given_up_not_tried_forever(
+        store: Store, clock: FakeClock) -> None:
+    """A server that dies each time it carries an answer out (the answer itself kills it)
+    does not make every later server try it again: after the last attempt the answer is
+    recorded as given up, shown where it came from, and nothing is done."""
+    run = _ready(store, clock)
+    review = _answer(run, Action.REVIEW, key="slack:poison")
+    answers.accept(store, review)
+    for _ in range(answers.MOST_ATTEMPTS):  # each claim expires unfinished
+        assert len(store.claim_answers("dying", now=clock(), lease_s=60, limit=5)) == 1
+        clock.advance(61)
+    shown: list[Outcome] = []
+    answerer = Answerer(store, CONFIG, EXPOSURE, {"slack": lambda a, o: shown.append(o)},
+                        clock=clock)
+    assert answerer.drain() == 1
+    outcome = answers.outcome_of(store, "slack:poison")
+    assert outcome is not None
+    assert not outcome.ok
+    assert "gave up" in outcome.said
+    assert shown == [outcome]
+    assert store.get(run).reviews == ()  # nothing was done
+    assert answerer.drain() == 0  # and it is not claimed again
