@@ -247,7 +247,7 @@ def test_a_comment_acts_only_on_a_run_of_its_own_thread(store: Store,
     """`/waypost … RUN` on one pull request naming a run that comments elsewhere (or
     nowhere on GitHub) is refused before anything is stored."""
     here = _ready(store, clock, target="github:octo/app#7")
-    elsewhere = _ready(store, clock, target="github:octo/app#8")
+    elsewhere = _ready(store, clock, target="github:octo/app#70")  # not #7
     nowhere = _ready(store, clock)
     for other in (elsewhere, nowhere):
         heard = Heard(kind="comment", repo="octo/app", number=7, comment="1",
