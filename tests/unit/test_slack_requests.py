@@ -48,6 +48,8 @@ def test_the_tests_own_slack_signs_as_the_documented_example() -> None:
     ({"timestamp": None}, "no X-Slack-Signature"),
     ({"timestamp": "1531420618.5"}, "not a time"),
     ({"timestamp": "-1531420618"}, "not a time"),
+    ({"timestamp": "1" * 5000}, "not a time"),  # more digits than int() takes
+    ({"timestamp": "\u0661\u0665\u0663\u0661"}, "not a time"),  # Arabic-Indic digits
     ({"now": NOW + 301}, "more than 300s"),
     ({"now": NOW - 301}, "more than 300s"),
 ])
