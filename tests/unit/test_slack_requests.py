@@ -159,5 +159,5 @@ def test_a_user_that_is_no_slack_user_id_is_refused(user: str) -> None:
     """Only a Slack user id names who clicked: nothing that would read as another user, a
     channel-wide mention or a display name when the outcome names them (`<@USER>`)."""
     body = slack_support.click(ready_message(), slack_blocks.APPROVE, user=user, channel="C1")
-    with pytest.raises(InvalidInput, match="the payload.s user is"):
+    with pytest.raises(InvalidInput, match="the payload's user is"):
         slack_requests.interaction(body)
