@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import json
 import urllib.parse
+from datetime import UTC, datetime
 
 import pytest
 
 from tests import slack_support
 from waypost.delivery import slack_blocks, slack_requests
 from waypost.errors import InvalidInput, Unauthenticated
+from waypost.http import slack_replies
+from waypost.usecases.answers import Action, Answer, Outcome
 
 # Slack's documented example ("Verifying requests from Slack"): secret, timestamp, body,
 # and the signature Slack says it sends with them
@@ -161,3 +164,21 @@ def test_a_user_that_is_no_slack_user_id_is_refused(user: str) -> None:
     body = slack_support.click(ready_message(), slack_blocks.APPROVE, user=user, channel="C1")
     with pytest.raises(InvalidInput, match="the payload's user is"):
         slack_requests.interaction(body)
+
+
+@pytest.mark.parametrize("ok", [True, False])
+def test_what_an_answer_said_is_shown_in_the_channel_as_text_never_as_a_mention(
+        ok: bool) -> None:
+    """A reason typed in the message (or anything an outcome repeats) cannot ping the
+    channel, mention someone or open a link when the message is updated with it."""
+    typed = "<!channel> see <https://evil.example|the fix> & <@U0OTHER>"
+    answer = Answer(source="slack", key="slack:1", user="U024BE7LH", action=Action.CANCEL,
+                    run="wp_01RUN", text=typed, at=datetime(2026, 1, 2, tzinfo=UTC))
+    outcome = Outcome(ok=ok, said=f"alice (slack U024BE7LH): cancelled: {typed}",
+                      code="ok" if ok else "conflict")
+    shown = slack_replies.outcome_text(answer, outcome)
+    assert "<!channel>" not in shown
+    assert "<https://" not in shown
+    assert "<@U0OTHER>" not in shown
+    assert "&lt;!channel&gt;" in shown
+    assert "<@U024BE7LH>" in shown  # who answered stays a mention
