@@ -16,9 +16,10 @@ from tests.delivery_support import PRIVATE, PUBLIC
 from tests.helpers import FakeClock
 from waypost.config import Config
 from waypost.core.reviewed import changes_since, result_digest
+from waypost.core.sanitize import public_packet
 from waypost.model import Artifact, ArtifactRole, EvidenceKind, Kind, Packet, Verdict
 from waypost.store import Store
-from waypost.usecases import runs, starting
+from waypost.usecases import approval, runs, starting
 
 REPORT = b"the report the owner reads, long enough to count"
 
@@ -104,3 +105,12 @@ def test_what_changed_since_names_only_the_events_that_changed_the_result(
     assert lines is not None
     assert len(lines) == 1, lines
     assert "ran a review" in lines[0]
+
+
+def test_a_reader_the_summary_is_withheld_from_is_shown_no_digest(
+        store: Store, clock: FakeClock) -> None:
+    """A digest of the public view names no result anyone answered: a reader shown only
+    the public packet is shown no digest (and its pages carry none to answer with)."""
+    packet = _reviewed(store, clock)
+    assert approval.shown(packet) == result_digest(packet)
+    assert approval.shown(public_packet(packet)) is None
