@@ -259,3 +259,14 @@ def test_a_comment_acts_only_on_a_run_of_its_own_thread(store: Store,
         assert other not in decided.runs
         assert store.answer_row(f"github:d-{other}") is None
         assert store.get(other).state is State.READY_FOR_REVIEW
+
+
+def test_a_reason_typed_in_a_service_is_bounded(store: Store, clock: FakeClock) -> None:
+    run = _ready(store, clock)
+    before = _state(store, run)
+    long = _do(store, _answer(run, Action.CANCEL, text="x" * (answers.MAX_TEXT + 1)))
+    assert not long.ok
+    assert f"at most {answers.MAX_TEXT}" in long.said
+    assert _state(store, run) == before
+    assert _do(store, _answer(run, Action.CANCEL, key="slack:2",
+                              text="x" * answers.MAX_TEXT)).ok
