@@ -7,7 +7,7 @@ does not act twice. The service doors (Slack, GitHub) are tested on top of this.
 from __future__ import annotations
 
 import time
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -17,10 +17,11 @@ from tests.helpers import FakeClock
 from waypost.config import Config, load_config
 from waypost.core.exposure import facing_network
 from waypost.core.reviewed import result_digest, short
+from waypost.delivery.github_commands import Command, Heard, Verb
 from waypost.errors import InvalidInput
 from waypost.model import EvidenceKind, Kind, State, Verdict
 from waypost.store import Store
-from waypost.usecases import answers, runs, starting
+from waypost.usecases import answers, github_answers, runs, starting
 from waypost.usecases.answers import Action, Answer, Answerer, Outcome
 
 CONFIG = Config(slack_users=(("UOWNER1", "alice"), ("UWORKER1", "w1")),
@@ -214,3 +215,83 @@ def test_what_the_rules_refuse_now_is_decided_before_anything_is_stored(
     assert answers.decide(store, _answer(run, Action.APPROVE, reviewed=digest), config=CONFIG,
                           exposure=EXPOSURE) is None
     assert store.get(run).state is State.READY_FOR_REVIEW  # deciding wrote nothing
+
+
+def test_an_answer_whose_claims_keep_dying_is_given_up_not_tried_forever(
+        store: Store, clock: FakeClock) -> None:
+    """A server that dies each time it carries an answer out (the answer itself kills it)
+    does not make every later server try it again: after the last attempt the answer is
+    recorded as given up, shown where it came from, and nothing is done."""
+    run = _ready(store, clock)
+    review = _answer(run, Action.REVIEW, key="slack:poison")
+    answers.accept(store, review)
+    for _ in range(answers.MOST_ATTEMPTS):  # each claim expires unfinished
+        assert len(store.claim_answers("dying", now=clock(), lease_s=60, limit=5)) == 1
+        clock.advance(61)
+    shown: list[Outcome] = []
+    answerer = Answerer(store, CONFIG, EXPOSURE, {"slack": lambda a, o: shown.append(o)},
+                        clock=clock)
+    assert answerer.drain() == 1
+    outcome = answers.outcome_of(store, "slack:poison")
+    assert outcome is not None
+    assert not outcome.ok
+    assert "gave up" in outcome.said
+    assert shown == [outcome]
+    assert store.get(run).reviews == ()  # nothing was done
+    assert answerer.drain() == 0  # and it is not claimed again
+
+
+def test_a_review_from_a_service_runs_no_command_without_allow_exec(
+        store: Store, clock: FakeClock, tmp_path: Path) -> None:
+    """A Review button (or `/waypost review`) runs the gates on the server: a command gate
+    is refused there unless the server runs with --allow-exec, nothing is run or written,
+    and the answer says where to review instead."""
+    ran = tmp_path / "ran"
+    run, _ = starting.start(store, "Fix it", actor="alice", owner="alice", target="none:",
+                            kind=Kind.LONG_RUNNING, max_silence=3600,
+                            gates=[f"tests=command:touch {ran}"], clock=clock)
+    worker = runs.Run(store, run.id, actor="w1", clock=clock)
+    worker.claim()
+    worker.report_evidence(EvidenceKind.TEST, Verdict.PASSED, "pytest -q: 42 passed")
+    worker.ready(PRIVATE, public_summary=PUBLIC)
+    before = _state(store, run.id)
+    refused = _do(store, _answer(run.id, Action.REVIEW))
+    assert not refused.ok
+    assert "--allow-exec" in refused.said
+    assert _state(store, run.id) == before
+    assert not ran.exists()
+    allowed = answers.carry_out(store, _answer(run.id, Action.REVIEW, key="slack:2"),
+                                config=CONFIG, exposure=facing_network(allow_exec=True,
+                                                                       outbound=()))
+    assert allowed.ok, allowed
+    assert ran.exists()
+
+
+def test_a_comment_acts_only_on_a_run_of_its_own_thread(store: Store,
+                                                        clock: FakeClock) -> None:
+    """`/waypost … RUN` on one pull request naming a run that comments elsewhere (or
+    nowhere on GitHub) is refused before anything is stored."""
+    here = _ready(store, clock, target="github:octo/app#7")
+    elsewhere = _ready(store, clock, target="github:octo/app#70")  # not #7
+    nowhere = _ready(store, clock)
+    for other in (elsewhere, nowhere):
+        heard = Heard(kind="comment", repo="octo/app", number=7, comment="1",
+                      login="octo-alice", at=datetime(2026, 1, 2, tzinfo=UTC),
+                      command=Command(verb=Verb.CANCEL, run=other, reason="not this one"))
+        decided = github_answers.decide(store, CONFIG, heard, f"d-{other}")
+        assert isinstance(decided, github_answers.Refusal), decided
+        assert here in decided.runs
+        assert other not in decided.runs
+        assert store.answer_row(f"github:d-{other}") is None
+        assert store.get(other).state is State.READY_FOR_REVIEW
+
+
+def test_a_reason_typed_in_a_service_is_bounded(store: Store, clock: FakeClock) -> None:
+    run = _ready(store, clock)
+    before = _state(store, run)
+    long = _do(store, _answer(run, Action.CANCEL, text="x" * (answers.MAX_TEXT + 1)))
+    assert not long.ok
+    assert f"at most {answers.MAX_TEXT}" in long.said
+    assert _state(store, run) == before
+    assert _do(store, _answer(run, Action.CANCEL, key="slack:2",
+                              text="x" * answers.MAX_TEXT)).ok

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from tests import pg
@@ -330,3 +331,21 @@ def test_a_command_that_does_not_read_or_names_no_run_is_refused_in_the_thread(
         assert thread.done(delivery).ok
         assert thread.store.get(second).state is State.CANCELLED
         assert thread.store.get(first).state is State.READY_FOR_REVIEW
+
+
+def test_a_deep_or_huge_signed_delivery_is_refused_before_it_is_decoded(
+        sqlite_url: str, github: FakeGitHub) -> None:
+    """Even signed with the secret, a body nested deeper than any webhook's or larger than
+    the route takes is refused with the store unchanged (not a server error)."""
+    with served(sqlite_url, github) as thread:
+        before = dump(sqlite_url)
+        deep = b'{"action":"created","comment":' + b"[" * 50_000 + b"]" * 50_000 + b"}"
+        huge = b'{"action":"created","pad":"' + b"x" * (3 * 1024 * 1024) + b'"}'
+        for body, status in ((deep, 400), (huge, 413)):
+            response = httpx.post(thread.hook.url, content=body, timeout=30, headers={
+                "content-type": "application/json", "x-github-event": "issue_comment",
+                "x-github-delivery": "d-hostile",
+                "x-hub-signature-256": Hookshot.signature(SECRET, body)})
+            assert response.status_code == status, response.text[:300]
+            assert response.json()["error"]["message"]
+        assert dump(sqlite_url) == before

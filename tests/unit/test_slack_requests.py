@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import json
 import urllib.parse
+from datetime import UTC, datetime
 
 import pytest
 
 from tests import slack_support
 from waypost.delivery import slack_blocks, slack_requests
 from waypost.errors import InvalidInput, Unauthenticated
+from waypost.http import slack_replies
+from waypost.usecases.answers import Action, Answer, Outcome
 
 # Slack's documented example ("Verifying requests from Slack"): secret, timestamp, body,
 # and the signature Slack says it sends with them
@@ -48,6 +51,8 @@ def test_the_tests_own_slack_signs_as_the_documented_example() -> None:
     ({"timestamp": None}, "no X-Slack-Signature"),
     ({"timestamp": "1531420618.5"}, "not a time"),
     ({"timestamp": "-1531420618"}, "not a time"),
+    ({"timestamp": "1" * 5000}, "not a time"),  # more digits than int() takes
+    ({"timestamp": "\u0661\u0665\u0663\u0661"}, "not a time"),  # Arabic-Indic digits
     ({"now": NOW + 301}, "more than 300s"),
     ({"now": NOW - 301}, "more than 300s"),
 ])
@@ -149,3 +154,31 @@ def test_another_apps_click_or_another_interaction_is_none() -> None:
 def test_a_malformed_payload_is_invalid_input(body: bytes) -> None:
     with pytest.raises(InvalidInput):
         slack_requests.interaction(body)
+
+
+@pytest.mark.parametrize("user", ["U024BE7LH> is mapped. <@U0OWNER", "<!channel>",
+                                  "u024be7lh", "U024BE7LH\u200b", "U024BE7LH|alice"])
+def test_a_user_that_is_no_slack_user_id_is_refused(user: str) -> None:
+    """Only a Slack user id names who clicked: nothing that would read as another user, a
+    channel-wide mention or a display name when the outcome names them (`<@USER>`)."""
+    body = slack_support.click(ready_message(), slack_blocks.APPROVE, user=user, channel="C1")
+    with pytest.raises(InvalidInput, match="the payload's user is"):
+        slack_requests.interaction(body)
+
+
+@pytest.mark.parametrize("ok", [True, False])
+def test_what_an_answer_said_is_shown_in_the_channel_as_text_never_as_a_mention(
+        ok: bool) -> None:
+    """A reason typed in the message (or anything an outcome repeats) cannot ping the
+    channel, mention someone or open a link when the message is updated with it."""
+    typed = "<!channel> see <https://evil.example|the fix> & <@U0OTHER>"
+    answer = Answer(source="slack", key="slack:1", user="U024BE7LH", action=Action.CANCEL,
+                    run="wp_01RUN", text=typed, at=datetime(2026, 1, 2, tzinfo=UTC))
+    outcome = Outcome(ok=ok, said=f"alice (slack U024BE7LH): cancelled: {typed}",
+                      code="ok" if ok else "conflict")
+    shown = slack_replies.outcome_text(answer, outcome)
+    assert "<!channel>" not in shown
+    assert "<https://" not in shown
+    assert "<@U0OTHER>" not in shown
+    assert "&lt;!channel&gt;" in shown
+    assert "<@U024BE7LH>" in shown  # who answered stays a mention
