@@ -206,7 +206,7 @@ def test_what_the_rules_refuse_now_is_decided_before_anything_is_stored(
         "outdated": _answer(run, Action.APPROVE, reviewed=seen),
         "unnamed": _answer(run, Action.APPROVE),
         "no such run": _answer("wp_nosuchrun", Action.REVIEW),
-        "no reason": _answer(run, Action.CANCEL)}
+        "no reason": _answer(run, Action.CANCEL, user="octo-alice", source="github")}
     codes = {why: answers.decide(store, answer, config=CONFIG, exposure=EXPOSURE)
              for why, answer in refused.items()}
     assert {why: o.code if o else None for why, o in codes.items()} == {
@@ -295,3 +295,27 @@ def test_a_reason_typed_in_a_service_is_bounded(store: Store, clock: FakeClock) 
     assert _state(store, run) == before
     assert _do(store, _answer(run, Action.CANCEL, key="slack:2",
                               text="x" * answers.MAX_TEXT)).ok
+
+
+def test_a_reason_left_empty_is_given_only_where_a_button_cannot_require_one(
+        store: Store, clock: FakeClock) -> None:
+    run = _ready(store, clock)
+    by_comment = _do(store, _answer(run, Action.CANCEL, user="octo-alice", source="github"))
+    assert by_comment.code == "invalid_input"
+    assert _do(store, _answer(run, Action.CANCEL, key="slack:2")).ok
+    assert store.get(run).cancel_reason == "cancel from Slack by UOWNER1, no reason typed"
+
+
+def test_a_github_login_is_mapped_as_github_compares_logins() -> None:
+    assert answers.mapped(CONFIG, "github", "Octo-Alice") == "alice"
+    assert answers.mapped(CONFIG, "slack", "uowner1") is None  # Slack's ids are exact
+    assert answers.mapped(CONFIG, "email", "UOWNER1") is None
+
+
+def test_the_run_s_uris_are_withheld_from_any_outcome_text(store: Store,
+                                                           clock: FakeClock) -> None:
+    secret = "https://hooks.example.com/services/T0/B0/s3cr3t-in-the-url"
+    run = _ready(store, clock, target=secret)
+    said = answers.withheld(store.get(run), f"could not reach {secret}: refused")
+    assert said == "could not reach the run's target: refused"
+    assert answers.withheld(None, secret) == secret

@@ -61,14 +61,11 @@ async def slack_actions(request: Request[Any, Any, Any], store: StoreDep,
 
 
 def answer_of(clicked: Interaction) -> Answer:
-    """The answer a click gives. A reason left empty says who answered from Slack (a
-    message cannot require an input for one button and not for the others)."""
-    action = Action(clicked.action)
-    text = clicked.text
-    if text is None and action in (Action.CHANGES, Action.CANCEL):
-        text = f"{action} from Slack by {clicked.user}, no reason typed"
-    return Answer(source="slack", key=clicked.key, user=clicked.user, action=action,
-                  run=clicked.run, reviewed=clicked.reviewed, text=text,
+    """The answer a click gives (a reason left empty is decided where every answer is:
+    `usecases.answers`)."""
+    return Answer(source="slack", key=clicked.key, user=clicked.user,
+                  action=Action(clicked.action), run=clicked.run, reviewed=clicked.reviewed,
+                  text=clicked.text,
                   blocker=clicked.blocker, at=clicked.at,
                   reply={"channel": clicked.channel, "ts": clicked.ts,
                          "text": clicked.shown[:slack_requests.MAX_SHOWN]})

@@ -46,6 +46,7 @@ BATCH = 20  # answers claimed at once
 MOST_ATTEMPTS = 5  # claims of one answer before it is recorded as failed
 POLL = 5.0  # seconds between looks when nothing woke the thread
 MAX_TEXT = 2000  # characters of a reason or an input typed in a service
+UNTYPED_REASON: Mapping[str, str] = {"slack": "Slack"}  # sources whose buttons need no reason
 SHOWN_AT_MOST = 1000  # refusals waiting to be shown (more: the oldest are not shown)
 log = logging.getLogger("waypost.answers")
 
@@ -118,8 +119,12 @@ def outcome_of(store: Store, key: str) -> Outcome | None:
 
 
 def mapped(config: Config, source: str, user: str) -> str | None:
-    """The waypost actor a service's user acts as, by the project's configuration only."""
-    table = {"slack": config.slack_users, "github": config.github_users}.get(source, ())
+    """The waypost actor a service's user acts as, by the project's configuration only
+    (GitHub's logins are case-insensitive, as GitHub treats them; Slack's ids are exact)."""
+    if source == "github":
+        return next((actor for who, actor in config.github_users
+                     if who.casefold() == user.casefold()), None)
+    table = config.slack_users if source == "slack" else ()
     return next((actor for who, actor in table if who == user), None)
 
 
@@ -225,7 +230,14 @@ def _check_bound(run: Run, answer: Answer) -> None:
 
 
 def _text(answer: Answer) -> str:
+    """The reason (or input) an answer gives. A Slack message cannot require a box for one
+    button and not the others, so a reason left empty there says who answered from Slack;
+    every other source must give one."""
     text = (answer.text or "").strip()
+    if not text and answer.source in UNTYPED_REASON and \
+            answer.action in (Action.CHANGES, Action.CANCEL):
+        text = f"{answer.action} from {UNTYPED_REASON[answer.source]} by {answer.user}, " \
+            "no reason typed"
     if not text:
         raise InvalidInput(f"{answer.action} needs a reason: nothing was done")
     if len(text) > MAX_TEXT:
@@ -322,6 +334,8 @@ class Answerer:
                 self.drain()
             except WaypostError as exc:  # the store is away: look again later
                 log.warning("answers: %s", exc.message)
+            except Exception:  # a bug must not end the thread while the routes accept
+                log.exception("answers: carrying answers out failed; trying again later")
             self.woken.wait(poll)
             self.woken.clear()
 
