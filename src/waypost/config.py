@@ -156,6 +156,9 @@ def _answers(table: dict[str, Any], where: str) -> dict[str, Any]:
                 raise InvalidInput(f"{where}: [answers.{service}] {user[:80]!r} is not a "
                                    f"{service} user id", hint="Slack: a user id such as "
                                    "U024BE7LH, never a display name; GitHub: a login")
+        if service == "github" and len({u.casefold() for u in mapping}) < len(mapping):
+            raise InvalidInput(f"{where}: [answers.github] names one login twice (GitHub's "
+                               "logins are case-insensitive)")
         values[f"{service}_users"] = tuple(mapping.items())
     approves = table.get("github_review_approves", False)
     if type(approves) is not bool:

@@ -152,7 +152,8 @@ def test_the_mapping_is_read_from_waypost_toml(tmp_path: Path) -> None:
     assert answers.mapped(config, "github", "U024BE7LH") is None
     for bad in ('[answers.slack]\n"Alice Smith" = "alice"\n',  # a display name
                 '[answers.github]\nocto = 3\n', '[answers]\ngithub_review_approves = "yes"\n',
-                '[answers]\nsecret = "x"\n'):
+                '[answers]\nsecret = "x"\n',
+                '[answers.github]\nOcto = "alice"\nocto = "mallory"\n'):
         (tmp_path / "waypost.toml").write_text(bad)
         with pytest.raises(InvalidInput):
             load_config(tmp_path)
