@@ -78,6 +78,7 @@ NOT_OPERATIONS: Final[Mapping[str, str]] = {
     "demo": "a scripted tour in a store of its own",
     "export": "writes a run's signed bundle: a read of the whole run, changes nothing",
     "verify-bundle": "checks a bundle file; no store, no run, no actor",
+    "import": "stores a verified bundle as a new, read-only run (the store's administrator's)",
     "keys generate": "makes a signing key (the store's administrator's)",
     "keys ls": "lists the signing keys' public halves",
     "keys export": "prints public keys, or the keyring a verifier pins",

@@ -380,7 +380,7 @@ class Run:
         for `check`."""
         from waypost.usecases import review
 
-        packet = self.packet
+        packet = review.writable(self.store, self.id)
         check_may_review(packet, self.actor)  # before any gate runs a command
         measured = review.measure(self.store, packet, config or Config(), cwd, files)
         packet = self.write(lambda p: review.reviewed(p, measured, at=self.clock(),
