@@ -86,6 +86,7 @@ NOT_OPERATIONS: Final[Mapping[str, str]] = {
     # the HTTP API
     f"GET {_RUN}/events": "the run's events: access.Operation.READ, as GET /api/runs/{id}",
     f"GET {_RUN}/verify": "verifies the run's chain: access.Operation.READ",
+    f"GET {_RUN}/bundle": "the run's bundle, or its public statement: access.Operation.READ",
     f"GET {_RUN}/artifacts/{{name}}": "an artifact's bytes: access.Operation.READ",
     "GET /a2a/tasks/{run_id}": "the run as an A2A task: access.Operation.READ",
     "GET /events": "the board's live feed: reads, as the board's pages",

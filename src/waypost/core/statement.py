@@ -28,6 +28,8 @@ from waypost.model import Packet, Receipt, to_json
 
 STATEMENT_TYPE: Final = "https://in-toto.io/Statement/v1"
 PREDICATE_TYPE: Final = "https://waypost.dev/checkpoint/v1"
+# the public statement's predicate: what a reader of the run's public view may see of it
+PUBLIC_PREDICATE_TYPE: Final = "https://waypost.dev/checkpoint-public/v1"
 FORMAT: Final = "waypost.bundle/v1"  # the container: its members and manifest
 RULES: Final = 1  # the fold's rules (waypost.core.machine) a bundle was written under
 RESULT_DOCUMENT: Final = "result.json"  # the member holding the final delivery's document
@@ -191,7 +193,74 @@ def statement(packet: Packet, marks: Marks, history: History, written: Written,
                      predicate=checkpoint(packet, marks, history, written))
 
 
-def encode(value: Statement) -> bytes:
+class PublicGate(msgspec.Struct, frozen=True, kw_only=True):
+    name: str
+    required: bool
+    verdict: str | None  # in the current review; None: it did not run there
+    waived: bool = False
+
+
+class PublicEvidence(msgspec.Struct, frozen=True, kw_only=True):
+    id: str
+    kind: str
+    verdict: str
+    assurance: str
+    gate: str | None = None
+
+
+class PublicApproval(msgspec.Struct, frozen=True, kw_only=True):
+    by: str
+    at: datetime
+    reviewed: str | None
+
+
+class PublicCheckpoint(msgspec.Struct, frozen=True, kw_only=True):
+    """The public statement's predicate: the run's public summary and verdicts, with no
+    private text (no private summary, no gate's check, no waiver's reason, no output)."""
+
+    run: str
+    title: str
+    state: str
+    owner: str
+    public_summary: str | None
+    gates: tuple[PublicGate, ...]
+    evidence: tuple[PublicEvidence, ...]
+    approval: PublicApproval | None
+    history: History
+    signed: Written  # when it was signed, and by whose key
+
+
+class PublicStatement(msgspec.Struct, frozen=True, kw_only=True):
+    type: str = msgspec.field(name="_type", default=STATEMENT_TYPE)
+    subject: tuple[Subject, ...]
+    predicateType: str = PUBLIC_PREDICATE_TYPE
+    predicate: PublicCheckpoint
+
+
+def public_statement(packet: Packet, shown: Packet, marks: Marks, history: History,
+                     written: Written, document_sha256: str | None) -> PublicStatement:
+    """The statement a reader of the run's public view is given. Its text comes from
+    `shown`, that view of `packet` (`core.readers.packet_seen`: the private summary
+    withheld, every string sanitized); its verdicts and digests, which hold no text, from
+    `packet` as folded (with `marks`)."""
+    full = checkpoint(packet, marks, history, written)
+    approval = full.approval
+    return PublicStatement(
+        subject=subjects(shown, history.head, document_sha256),
+        predicate=PublicCheckpoint(
+            run=shown.id, title=shown.title, state=full.state, owner=shown.owner,
+            public_summary=shown.result.public_summary if shown.result else None,
+            gates=tuple(PublicGate(name=g.name, required=g.required, verdict=g.verdict,
+                                   waived=g.waived is not None) for g in full.gates),
+            evidence=tuple(PublicEvidence(id=e.id, kind=e.kind, verdict=e.verdict,
+                                          assurance=e.assurance, gate=e.gate)
+                           for e in full.evidence),
+            approval=None if approval is None else PublicApproval(
+                by=approval.by, at=approval.at, reviewed=approval.reviewed),
+            history=history, signed=written))
+
+
+def encode(value: Statement | PublicStatement) -> bytes:
     return to_json(value)
 
 
