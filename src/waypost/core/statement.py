@@ -80,6 +80,9 @@ class ApprovalItem(msgspec.Struct, frozen=True, kw_only=True):
     # it, or, for an approval recorded before approvals named one, of the result it approved
     reviewed: str | None
     waivers: tuple[WaiverItem, ...] = ()
+    # the sha256 of the approver's signed approval statement (`core.cosigned`), a blob of
+    # the bundle whose signature the verifier checks; None: the approval was not co-signed
+    statement: str | None = None
 
 
 class UrlArtifact(msgspec.Struct, frozen=True, kw_only=True):
@@ -180,7 +183,7 @@ def checkpoint(packet: Packet, marks: Marks, history: History, written: Written)
             reviewed=approval.reviewed or (result_digest(marks.approved)
                                            if marks.approved else None),
             waivers=tuple(WaiverItem(gate=w.gate, reason=w.reason, by=w.by, at=w.at)
-                          for w in approval.waivers)),
+                          for w in approval.waivers), statement=approval.statement),
         receipt=packet.receipt,
         url_artifacts=tuple(UrlArtifact(name=a.name, role=str(a.role), url=a.url)
                             for a in packet.artifacts if a.url and not a.stored),
@@ -300,8 +303,11 @@ def statement_schema() -> dict[str, Any]:
 
 
 def blobs_named(packet: Packet) -> list[str]:
-    """Every blob the run names, once each, in order: stored artifacts, evidence logs."""
+    """Every blob the run names, once each, in order: stored artifacts, evidence logs, the
+    approver's signed approval statement."""
     named = [a.sha256 for a in packet.artifacts if a.stored and a.sha256]
     named += [e.log_sha256 for e in packet.evidence if e.log_sha256]
+    if packet.approval is not None and packet.approval.statement:
+        named.append(packet.approval.statement)
     return list(dict.fromkeys(named))
 

@@ -234,6 +234,8 @@ class Approval(Record, frozen=True, kw_only=True):
     at: datetime
     waivers: tuple[Waiver, ...] = ()  # shown forever
     reviewed: str | None = None  # the reviewed-result digest approved (`core.reviewed`)
+    # the sha256 of the owner's signed approval statement (`approve --sign`), a stored blob
+    statement: str | None = None
 
 
 class Review(Record, frozen=True, kw_only=True):

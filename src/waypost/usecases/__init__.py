@@ -35,4 +35,5 @@ store's one write primitive.
     bundles.py   `export`: a run as one signed tar, streamed blob by blob
     verifying.py `verify-bundle`: a bundle checked with no store, the first break named
     imports.py   `import`: a verified bundle stored as a read-only run, with its origin
+    cosign.py    `approve --sign`: the approval co-signed with the approver's own key
 """

@@ -48,6 +48,7 @@ from waypost.errors import IntegrityError, InvalidInput
 from waypost.events import Event
 from waypost.model import Packet, Purpose, to_json
 from waypost.store.base import Store
+from waypost.store.keys import PublicKey
 from waypost.usecases.keys import Signer
 
 MANIFEST: Final = "manifest.json"
@@ -89,8 +90,9 @@ def export(store: Store, run_id: str, out: str, signer: Signer, *,
     payload = encode(statement(packet, marks, history, written,
                                _sha256(document) if document is not None else None))
     envelope = signing.sign(payload, signer.key)
+    keys = {record.keyid: record, **_approver_keys(store, packet)}
     head = [PACKET, EVENTS, *([RESULT_DOCUMENT] if document is not None else []),
-            f"{KEYS}{record.keyid}.pem", STATEMENT]
+            *(f"{KEYS}{keyid}.pem" for keyid in keys), STATEMENT]
     members = (*head, *(f"{BLOBS}{b}" for b in blobs))
     manifest = Manifest(format=FORMAT, rules=RULES, run=run_id, members=members)
     partial = f"{out}.partial"
@@ -103,7 +105,8 @@ def export(store: Store, run_id: str, out: str, signer: Signer, *,
             _add(tar, EVENTS, b"".join(to_json(e) + b"\n" for e in events), when)
             if document is not None:
                 _add(tar, RESULT_DOCUMENT, document, when)
-            _add(tar, f"{KEYS}{record.keyid}.pem", record.public_key.encode(), when)
+            for keyid, key in keys.items():
+                _add(tar, f"{KEYS}{keyid}.pem", key.public_key.encode(), when)
             _add(tar, STATEMENT, signing.envelope_json(envelope), when)
             for sha in blobs:
                 _add(tar, f"{BLOBS}{sha}", store.get_blob(sha), when)
@@ -159,6 +162,17 @@ def public_envelope(store: Store, run_id: str, signer: Signer, *, deny: Sequence
     payload = encode(public_statement(packet, shown, marks, history, written,
                                       _sha256(document) if document is not None else None))
     return signing.envelope_json(signing.sign(payload, signer.key))
+
+
+def _approver_keys(store: Store, packet: Packet) -> dict[str, PublicKey]:
+    """The public key of each signature over the run's signed approval statement (none
+    when the approval was not co-signed), so that the bundle alone checks it."""
+    sha = packet.approval.statement if packet.approval else None
+    if not sha:
+        return {}
+    envelope = signing.read_envelope(store.get_blob(sha))
+    ring = {k.keyid: k for k in store.signing_keys()}
+    return {s.keyid: ring[s.keyid] for s in envelope.signatures if s.keyid in ring}
 
 
 def _read(store: Store, run_id: str) -> tuple[Packet, list[Event], Marks]:

@@ -122,5 +122,8 @@ class _Storing(_Check):
         if hashlib.sha256(data).hexdigest() != sha:
             raise Broken(Outcome.BLOB, f"blob {sha} does not hash to its name", member=name,
                          blob=sha)
+        approval = self.folded.approval if self.folded is not None else None
+        if approval is not None and approval.statement == sha:
+            self._cosigned(name, sha, data)
         self.store.put_blob(data)
         self.blobs += 1
