@@ -17,7 +17,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from tests.bundle_support import checked, exported, members, ring
 from tests.bundle_support import signer as key_of
 from tests.delivery_support import fast
-from tests.helpers import FakeClock
+from tests.helpers import Cli, FakeClock
 from waypost.config import Config
 from waypost.core import cosigned, signing
 from waypost.core.reviewed import result_digest
@@ -141,3 +141,19 @@ def test_an_unsigned_approval_carries_no_statement(db: Store, tmp_path: Path) ->
     assert "statement" not in sent["data"]["approval"]
     [approved] = [e for e in db.events(run_id) if e.type == "approved"]
     assert b'"statement"' not in to_json(approved)  # old histories hash as before
+
+
+def test_approve_sign_at_the_command_line(cli: Cli, tmp_path: Path) -> None:
+    cli.ok("init")
+    with open_store(str(cli.store)) as store:
+        run_id = _reviewed(store, FakeClock(datetime.now(UTC)), tmp_path)
+    cli.ok("keys", "generate", "--holder", "alice", "--out", "alice.pem")
+    refused = cli("approve", run_id, "--sign", "--as", "alice")
+    assert refused.code == 2  # no key named
+    assert "name the signing key once" in refused.err
+    cli.ok("approve", run_id, "--sign", "--key-file", "alice.pem", "--as", "alice")
+    with open_store(str(cli.store)) as store:
+        approval = store.get(run_id).approval
+        assert approval is not None
+        assert approval.statement is not None
+        assert store.get_blob(approval.statement).startswith(b"{")
