@@ -5,6 +5,8 @@ on SQLite imports into PostgreSQL and one exported there imports back."""
 
 from __future__ import annotations
 
+import functools
+import json
 from collections.abc import Iterator
 from contextlib import ExitStack
 from datetime import timedelta
@@ -27,6 +29,7 @@ from tests.bundle_support import (
 from tests.helpers import FakeClock
 from waypost.config import Config
 from waypost.errors import Conflict, IntegrityError, RuleViolation
+from waypost.hooks.answer import Terms, answer
 from waypost.model import Kind, State
 from waypost.store import Store, open_store
 from waypost.usecases import runs, starting
@@ -158,3 +161,24 @@ def test_a_bundle_moves_between_the_backends(tmp_path: Path, direction: str,
         assert shown.observed.imported == done.origin
         with pytest.raises(RuleViolation, match="read-only here"):
             runs.Run(target, run_id, actor="alice", clock=clock).review(config=Config())
+
+
+def test_the_hooks_hold_no_session_to_an_imported_run(
+        home: Store, away: Store, tmp_path: Path) -> None:
+    """A parent that names an imported run (WAYPOST_RUN) attaches no session to it, and its
+    stops are refused as read-only without a count or blocker written on the run."""
+    clock = FakeClock()
+    run_id = _stalled_run(home, clock, tmp_path)
+    path, _ = exported(home, run_id, tmp_path, signer(home, tmp_path))
+    import_bundle(away, str(path))
+    before = away.load(run_id).packet, away.events(run_id)
+    terms = Terms(named_run=run_id)
+    for event, name in (("session-start", "SessionStart"), ("stop", "Stop")):
+        body = json.dumps({"session_id": "s1", "hook_event_name": name,
+                           "stop_hook_active": False, "transcript_path": "/tmp/t.jsonl",
+                           "cwd": "/tmp"}).encode()
+        said = answer(lambda: away, "claude", event, functools.partial(bytes, body),
+                      caller=None, terms=terms, now=clock())
+        assert "read-only here" in said.out + said.log, said
+    assert away.session_run("s1") is None
+    assert (away.load(run_id).packet, away.events(run_id)) == before
