@@ -87,6 +87,8 @@ class AuthorityTransferred(EventData, tag="authority_transferred", frozen=True, 
 class Approved(EventData, tag="approved", frozen=True, kw_only=True, omit_defaults=True):
     waivers: tuple[Waiver, ...]  # always written, as before `reviewed` existed
     reviewed: str | None = None  # the reviewed-result digest approved (`core.reviewed`)
+    # the sha256 of the owner's signed approval statement (`approve --sign`), a stored blob
+    statement: str | None = None
 
 
 class Cancelled(EventData, tag="cancelled", frozen=True, kw_only=True):

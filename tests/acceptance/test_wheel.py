@@ -68,7 +68,7 @@ def test_a_store_opens_and_verifies_from_the_installed_wheel(wheel: Path,
     assert proc.returncode == 0, proc.stderr
     where, result = proc.stdout.splitlines()
     assert Path(where).is_relative_to(site)
-    assert result == "14 in_progress"
+    assert result == "15 in_progress"
     proc = subprocess.run([sys.executable, "-m", "waypost", "verify"], env={
         **env, "WAYPOST_URL": str(tmp_path / "w.db")}, capture_output=True, text=True,
         check=False, timeout=60)

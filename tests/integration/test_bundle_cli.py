@@ -12,7 +12,9 @@ import pytest
 from tests.bundle_support import checked, delivered_run, members, replaced, rewrite, ring, signer
 from tests.helpers import Cli, FakeClock
 from waypost.core.statement import statement_schema
+from waypost.model import to_json
 from waypost.store import open_store
+from waypost.usecases import keys
 from waypost.usecases.bundles import export
 from waypost.usecases.verifying import EXIT_CODES, Outcome
 
@@ -96,3 +98,28 @@ def test_a_bundle_exported_on_postgresql_verifies_as_one_from_sqlite(
                           [n.split("/")[0] for n, _ in members(path)])
     assert seen["pg"] == seen["lite"]
     assert seen["pg"][0] is Outcome.VERIFIED
+
+
+def test_import_shows_the_run_as_imported_and_refuses_writes_to_it(
+        cli: Cli, tmp_path: Path) -> None:
+    home_dir = tmp_path / "home"
+    with open_store(str(home_dir / ".waypost" / "w.db")) as home:
+        run_id = delivered_run(home, FakeClock(), home_dir)
+        out = home_dir / "run.tar"
+        export(home, run_id, str(out), signer(home, home_dir, holder="team-a"))
+        (tmp_path / "ring.json").write_bytes(to_json(keys.keyring(home)))
+    cli.ok("init")
+    said = cli.ok("import", str(out), "--keyring", "ring.json")
+    assert f"imported run {run_id}" in said
+    assert "from team-a" in said
+    assert "read-only here" in said
+    assert "nothing to import" in cli.ok("import", str(out))
+    assert "imported, read-only here" in cli.ok("ls", "--all")
+    assert "imported   read-only here: from team-a" in cli.ok("show", run_id)
+    refused = cli("cancel", run_id, "--as", "alice", "--reason", "stop")
+    assert refused.code == 3
+    assert f"run {run_id} is imported from team-a" in refused.err
+    broken = members(out)
+    rewrite(tmp_path / "bad.tar", replaced(broken, "packet.json", b"{}"))
+    bad = cli("import", "bad.tar")
+    assert "is not an intact bundle" in bad.err

@@ -41,9 +41,9 @@ def test_a_sqlite_store_takes_no_writer_from_before_the_rules(tmp_path: Path) ->
         pass  # brought up to date on open
     for path in (tmp_path / "fresh.db", old):
         needed = _sqlite_min_writer(path)
-        # 12 (the inbox's marks) and 13 (the answers queue) add tables older writers never
-        # touch: 11 still writes
-        assert (needed, SCHEMA_VERSION) == ("11", 14)
+        # 12 (the inbox's marks), 13 (the answers queue) and 14 (the keys) add tables older
+        # writers never touch, 15 a column they leave empty: 11 still writes
+        assert (needed, SCHEMA_VERSION) == ("11", 15)
         refusal = write_refusal(str(path), SCHEMA_VERSION, 10, needed)
         assert isinstance(refusal, Refused)
         assert "knows schema 11 or newer" in str(refusal)
@@ -68,4 +68,4 @@ def test_a_postgres_store_takes_no_writer_from_before_the_rules() -> None:
     # 13 (the inbox's marks) and 14 (the answers queue) add tables older writers never
     # touch: 12 still writes
     assert write_refusal("pg", latest_version(), 12, "12") is None
-    assert latest_version() == 15
+    assert latest_version() == 16

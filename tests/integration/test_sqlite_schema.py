@@ -58,7 +58,7 @@ def test_a_version_5_store_upgrades_and_every_run_still_verifies(
     assert "WITHOUT ROWID" in ddl
 
     with SqliteStore(tmp_path / "old.db") as store:
-        assert store.pragmas()["schema_version"] == SCHEMA_VERSION == 14
+        assert store.pragmas()["schema_version"] == SCHEMA_VERSION == 15
         assert {p.id: p for p in store.list_runs()} == before
         for run_id in made:
             verify_run(run_id, store.events(run_id), store.load(run_id).packet)

@@ -78,6 +78,7 @@ NOT_OPERATIONS: Final[Mapping[str, str]] = {
     "demo": "a scripted tour in a store of its own",
     "export": "writes a run's signed bundle: a read of the whole run, changes nothing",
     "verify-bundle": "checks a bundle file; no store, no run, no actor",
+    "import": "stores a verified bundle as a new, read-only run (the store's administrator's)",
     "keys generate": "makes a signing key (the store's administrator's)",
     "keys ls": "lists the signing keys' public halves",
     "keys export": "prints public keys, or the keyring a verifier pins",
@@ -85,6 +86,7 @@ NOT_OPERATIONS: Final[Mapping[str, str]] = {
     # the HTTP API
     f"GET {_RUN}/events": "the run's events: access.Operation.READ, as GET /api/runs/{id}",
     f"GET {_RUN}/verify": "verifies the run's chain: access.Operation.READ",
+    f"GET {_RUN}/bundle": "the run's bundle, or its public statement: access.Operation.READ",
     f"GET {_RUN}/artifacts/{{name}}": "an artifact's bytes: access.Operation.READ",
     "GET /a2a/tasks/{run_id}": "the run as an A2A task: access.Operation.READ",
     "GET /events": "the board's live feed: reads, as the board's pages",

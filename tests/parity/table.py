@@ -290,6 +290,8 @@ def _rules() -> Iterator[Scenario]:
     yield Scenario("cancel_cancelled", Op.CANCEL, Actor.OWNER, Setup.CANCELLED, Cls.REFUSED)
     yield Scenario("key_reused", Op.START, Actor.OWNER, Setup.KEYED, Cls.CONFLICT,
                    args={"title": "Another title under the same key"})
+    # README, "A run you can hand to anyone": an imported run is read-only at every door
+    yield Scenario("imported_approve", Op.APPROVE, Actor.OWNER, Setup.IMPORTED, Cls.REFUSED)
 
 
 def _stops() -> Iterator[Scenario]:

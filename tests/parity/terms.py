@@ -157,6 +157,8 @@ class Setup(enum.StrEnum):
     # started with no worker; the watchdog blocked it as worker_silent before any worker's
     # process started (a late worker claims it)
     SILENT = "silent"
+    # reviewed in a store of its own, exported as a bundle and imported here: read-only
+    IMPORTED = "imported"
 
 
 class Wire(enum.StrEnum):

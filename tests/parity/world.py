@@ -253,6 +253,28 @@ def _silent(world: World, ctx: Ctx, door: Holder) -> Ctx:
     return dataclasses.replace(ctx, run=run.id, blocker=blocker)
 
 
+def _imported(world: World, ctx: Ctx, door: Holder) -> Ctx:
+    """Reviewed in a store of its own (followed where this store's runs are), exported as
+    a signed bundle and imported here: every write to it is refused, whoever asks."""
+    from waypost.usecases import keys
+    from waypost.usecases.bundles import export
+    from waypost.usecases.imports import import_bundle
+
+    with open_store(f"{ctx.side}.db", create=True) as home:
+        run, _ = waypost.start(home, "Fix the flaky login test", actor=OWNER, owner=OWNER,
+                               target="none:", notify=world.thread(), kind=Kind.LONG_RUNNING,
+                               max_silence=SILENCE, worker=WORKER)
+        worker = waypost.Run(home, run.id, actor=WORKER)
+        worker.report_evidence(EvidenceKind.TEST, Verdict.PASSED, "pytest -q: 42 passed")
+        worker.ready("fixed: the session is created first")
+        waypost.Run(home, run.id, actor=OWNER).review()
+        keys.generate(home, holder="home", out=f"{ctx.side}.pem")
+        export(home, run.id, f"{ctx.side}.tar",
+               keys.load_signer(home, path=f"{ctx.side}.pem", env=None))
+    assert import_bundle(world.store, f"{ctx.side}.tar").imported
+    return dataclasses.replace(ctx, run=run.id)
+
+
 BUILDERS: dict[Setup, Callable[[World, Ctx, Holder], Ctx]] = {
     Setup.WORKING: lambda world, ctx, door: world.working(ctx),
     Setup.READY: _ready,
@@ -271,4 +293,5 @@ BUILDERS: dict[Setup, Callable[[World, Ctx, Holder], Ctx]] = {
     Setup.DELIVERY_FAILED: _delivery_failed,
     Setup.PRIVATE: _private,
     Setup.SILENT: _silent,
+    Setup.IMPORTED: _imported,
 }

@@ -39,6 +39,7 @@ LAZY_COMMANDS: dict[str, str] = {
     "wait": "waypost.cli.wait:wait",
     "export": "waypost.cli.bundle:export",
     "verify-bundle": "waypost.cli.bundle:verify_bundle",
+    "import": "waypost.cli.bundle:import_run",
     "keys": "waypost.cli.bundle:keys_group",
 }
 

@@ -1,5 +1,5 @@
-"""`waypost export`, `waypost verify-bundle` and `waypost keys`: a run handed to anyone,
-checked where it lands, and the keys that sign it."""
+"""`waypost export`, `waypost verify-bundle`, `waypost import` and `waypost keys`: a run
+handed to anyone, checked where it lands, brought in to read, and the keys that sign it."""
 
 from __future__ import annotations
 
@@ -72,9 +72,7 @@ def verify_bundle(ctx: Ctx, file: str, key_files: tuple[str, ...],
                   keyring: str | None) -> None:
     from waypost.usecases import verifying
 
-    pinned = [verifying.pinned_key(_read(path, 64 * 1024), path) for path in key_files]
-    if keyring is not None:
-        pinned += keys.read_keyring(_read(keyring, keys.MAX_KEYRING + 1), keyring).keys
+    pinned = _pinned(key_files, keyring)
     try:
         source = open(file, "rb")  # noqa: SIM115  # closed below, after the one pass
     except OSError as exc:
@@ -85,6 +83,39 @@ def verify_bundle(ctx: Ctx, file: str, key_files: tuple[str, ...],
     code = verifying.EXIT_CODES[report.outcome]
     if code:
         raise click.exceptions.Exit(code)
+
+
+@click.command("import")
+@click.argument("file", metavar="FILE")
+@click.option("--key", "key_files", multiple=True, metavar="PUB",
+              help="A public key (PEM) to pin; repeatable.")
+@click.option("--keyring", metavar="FILE",
+              help="A keyring (waypost keys export --keyring): keys with their validity.")
+@verb
+def import_run(ctx: Ctx, file: str, key_files: tuple[str, ...], keyring: str | None) -> None:
+    """Put the run a bundle holds into this store, read-only, once it verifies as
+    verify-bundle checks it (anything not intact is refused, and nothing stored).
+
+    The run shows in ls, show and on the board as imported, with its origin (who signed
+    the bundle, from which file). Nothing here writes to it: no verb, door, watchdog,
+    relay or prune. The same bundle imported again stores nothing; another history under
+    a run id already here is refused."""
+    from waypost.usecases.imports import import_bundle
+
+    done = import_bundle(ctx.store, file, _pinned(key_files, keyring))
+    said = (f"imported run {done.run} ({done.events} events, {done.blobs} blobs) from "
+            f"{done.origin.said()}: read-only here" if done.imported else
+            f"run {done.run} is here already with this history: nothing to import")
+    ctx.emit(done, said)
+
+
+def _pinned(key_files: tuple[str, ...], keyring: str | None) -> list[PublicKey]:
+    from waypost.usecases import verifying
+
+    pinned = [verifying.pinned_key(_read(path, 64 * 1024), path) for path in key_files]
+    if keyring is not None:
+        pinned += keys.read_keyring(_read(keyring, keys.MAX_KEYRING + 1), keyring).keys
+    return pinned
 
 
 def _report(report: object) -> str:

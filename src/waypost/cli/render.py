@@ -99,6 +99,9 @@ def show_text(packet: Packet, now: datetime) -> str:
     finished run shows its outcome instead of its liveness, lease and progress."""
     lines = [f"{packet.id}  {one_line(packet.title)}",
              _field("state", f"{packet.state}  ({packet.kind}, version {packet.version})")]
+    if packet.observed is not None and (origin := packet.observed.imported) is not None:
+        lines.append(_field("imported", one_line(f"read-only here: from {origin.said()}, "
+                                                 f"exported {when(origin.exported_at)}")))
     lines += _now_lines(packet, now) if packet.state not in TERMINAL else _end_lines(packet)
     lines.extend(_section("blockers", [
         f"{b.id} {'OPEN' if b.is_open else 'resolved'} {b.kind}: {one_line(b.detail)}"
@@ -211,6 +214,8 @@ def show_markdown(packet: Packet, now: datetime) -> str:
            f"- **run** `{packet.id}` · **state** `{packet.state}` · **kind** {packet.kind}",
            f"- **owner** {md_inline(packet.owner)} · **worker** {worker}",
            f"- **target** {md_inline(packet.target)}"]
+    if packet.observed is not None and (origin := packet.observed.imported) is not None:
+        out.append(f"- **imported** read-only here: from {md_inline(origin.said())}")
     if packet.state in TERMINAL:
         out.append(f"- **outcome** {md_inline(outcome(packet))}")
     elif packet.observed:

@@ -72,17 +72,35 @@ def review(ctx: Ctx, run_id: str, cwd: str | None) -> None:
 @click.option("--waive", "waives", multiple=True, metavar="GATE=REASON",
               help="Owner: accept a gate that did not pass, with the reason (shown forever).")
 @reviewed_option
+@click.option("--sign", is_flag=True,
+              help="Co-sign the approval with your own key (waypost keys generate --holder "
+                   "YOU): a signed statement of the result, its artifacts and verdicts.")
+@click.option("--key-file", envvar="WAYPOST_OWNER_KEY_FILE", metavar="FILE",
+              help="With --sign: your private key (an owner-only file).")
+@click.option("--key-env", metavar="NAME",
+              help="With --sign: the environment variable holding your private key instead.")
 @verb
-def approve(ctx: Ctx, run_id: str, waives: Sequence[str], reviewed: str | None) -> None:
+def approve(ctx: Ctx, run_id: str, waives: Sequence[str], reviewed: str | None, sign: bool,
+            key_file: str | None, key_env: str | None) -> None:
     """Owner (or a transferee): accept the result; the final delivery is queued.
 
     Refused unless every required gate passed in the latest review of this result, or
     the owner waived it with a reason; and, with --reviewed, unless the result is still
-    the one reviewed (it is refused, saying what changed since).
+    the one reviewed (it is refused, saying what changed since). With --sign the approval
+    is co-signed: every final delivery carries the signed statement's digest, and a
+    bundle exported later holds the statement.
     """
     from waypost.usecases.review import parse_waivers
 
-    packet = ctx.run(run_id).approve(parse_waivers(tuple(waives)), reviewed=reviewed)
+    waivers = parse_waivers(tuple(waives))
+    if sign:
+        from waypost.usecases import keys
+        from waypost.usecases.cosign import approve_signed
+
+        signer = keys.load_signer(ctx.store, path=key_file, env=key_env)
+        packet = approve_signed(ctx.run(run_id), signer, waivers, reviewed=reviewed)
+    else:
+        packet = ctx.run(run_id).approve(waivers, reviewed=reviewed)
     waived = "".join(f"\n  waived {w.gate}: {w.reason}" for w in
                      (packet.approval.waivers if packet.approval else ()))
     ctx.emit({"run": run_id, "state": packet.state, "approval": packet.approval},

@@ -48,10 +48,16 @@ LOOPBACK: Final = ("127.0.0.1", "localhost", "::1")
               "included; one more is answered 503 and closed.")
 @click.option("--keep-alive", default="5s", show_default=True, metavar="DURATION",
               help="How long an idle connection waits for its next request.")
+@click.option("--key-file", envvar="WAYPOST_SIGNING_KEY_FILE", metavar="FILE",
+              help="The private key (owner-only file) that signs what GET "
+                   "/api/runs/{id}/bundle serves; without one that route is refused.")
+@click.option("--key-env", metavar="NAME",
+              help="The environment variable holding that private key (PEM) instead.")
 @verb
 def serve(ctx: Ctx, host: str, port: int, allow_exec: bool, open_board: bool,
           outbound: tuple[str, ...], header_timeout: str, body_timeout: str,
-          max_connections: int, keep_alive: str) -> None:
+          max_connections: int, keep_alive: str, key_file: str | None,
+          key_env: str | None) -> None:
     """Serve the HTTP API (OpenAPI at /schema/openapi.json) and the board.
 
     Every request needs a bearer token (waypost token issue); the token's holder is the
@@ -76,7 +82,8 @@ def serve(ctx: Ctx, host: str, port: int, allow_exec: bool, open_board: bool,
                     keep_alive=parse_duration(keep_alive, "--keep-alive", positive=True))
     config = ServerConfig(store_url=_store_url(ctx.store_url), host=host, port=port,
                           allow_exec=allow_exec, open_board=open_board, outbound=outbound,
-                          project=ctx.config)
+                          project=ctx.config, signing_key_file=key_file,
+                          signing_key_env=key_env)
     with _servable(config.store_url, given=ctx.store_url,
                    group_commit=config.project.group_commit) as store:
         app = create_app(config, store=store)

@@ -17,6 +17,7 @@ an event and the moments passed in, so it is tested without a database.
     inbox.py      which events are news for a run's owner (the inbox's items)
     statement.py  a run's in-toto statement: subjects and its checkpoint predicate
     signing.py    Ed25519 keys and DSSE envelopes (the one module that loads cryptography)
+    cosigned.py   the owner's signed approval statement (`approve --sign`)
 
     access.py     what a bearer token's role lets its holder ask for
     readers.py    what each reader of a run sees (everything, or the public view)

@@ -16,11 +16,12 @@ from waypost.core import outbox
 from waypost.core.growing import growing, settled
 from waypost.core.machine import apply
 from waypost.core.writes import RunWrite, Snapshot
-from waypost.errors import IntegrityError, WaypostError
+from waypost.errors import IntegrityError, RuleViolation, WaypostError, step
 from waypost.events import AnyEventData, BlockerOpened, Event, Heartbeat, Nudged, Started
 from waypost.model import (
     BlockerKind,
     NudgeTopic,
+    Origin,
     OutboxItem,
     Packet,
     from_json,
@@ -92,7 +93,10 @@ def prepare(snap: Snapshot, steps: Sequence[Step], *, actor: str, at: datetime) 
 
     Every writer (workers and owners, the watchdog, resume, the relay) goes through this,
     then `Store.commit_write`; the version guard there refuses a stale `snap`, and
-    `check_head` here one whose head event was altered or damaged."""
+    `check_head` here one whose head event was altered or damaged, and `read_only` any
+    write at all to a run imported from a bundle."""
+    if snap.origin is not None:
+        raise read_only(snap.packet.id, snap.origin)
     if not snap.head_checked:
         check_head(snap)
     before = packet = snap.packet
@@ -108,6 +112,15 @@ def prepare(snap: Snapshot, steps: Sequence[Step], *, actor: str, at: datetime) 
         packet, head = after, event.hash
     return RunWrite(run_id=before.id, expected_version=before.version, events=tuple(events),
                     packet=packet, outbox=tuple(items), head=snap.head)
+
+
+def read_only(run_id: str, origin: Origin) -> RuleViolation:
+    """The refusal of any write to a run imported from a bundle: its history is the one
+    its home store signed, and only that store may add to it."""
+    return RuleViolation(
+        f"run {run_id} is imported from {origin.said()}: read-only here",
+        hint="only the store it came from writes to it",
+        steps=[step("read", run_id, why="read it")])
 
 
 def check_head(snap: Snapshot) -> None:

@@ -305,7 +305,7 @@ def _approved(packet: Packet, event: Event) -> Packet:
 
     gates.check_approval(packet, event.actor, data.waivers)
     approval = Approval(by=event.actor, at=event.at, waivers=data.waivers,
-                        reviewed=data.reviewed)
+                        reviewed=data.reviewed, statement=data.statement)
     return msgspec.structs.replace(packet, approval=approval)
 
 

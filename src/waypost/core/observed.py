@@ -23,6 +23,7 @@ from waypost.model import (
     DeliveryStatus,
     Kind,
     Observed,
+    Origin,
     Packet,
     Purpose,
     RelayInfo,
@@ -223,11 +224,12 @@ def _silent_since(packet: Packet) -> datetime:
 
 def observe(packet: Packet, now: datetime, watchers: Sequence[Watcher] = (),
             deliveries: Sequence[Delivery] = (),
-            relays: Sequence[RelayInfo] | None = None) -> Packet:
+            relays: Sequence[RelayInfo] | None = None, origin: Origin | None = None) -> Packet:
     """The packet with its derived `observed` view filled in for `now`; `watchers` are the
     registered watchers (`Store.watchers`): only a live active one covering it counts
     (standbys are named beside it);
-    `deliveries` are its outbox rows and `relays` the live relays (`Store.relays`)."""
+    `deliveries` are its outbox rows and `relays` the live relays (`Store.relays`);
+    `origin` where it came from, for a run imported from a bundle (nothing watches it)."""
     quiet = None
     if packet.state in (State.IN_PROGRESS, State.BLOCKED):
         quiet = round((now - _silent_since(packet)).total_seconds(), 3)
@@ -236,8 +238,10 @@ def observe(packet: Packet, now: datetime, watchers: Sequence[Watcher] = (),
         watcher = covering(packet, watchers, now)
         standbys = standing_by(packet, watchers, now)
     observed = Observed(as_of=now, liveness=liveness(packet, now), silent_for_s=quiet,
-                        watch=watch_line(packet, now, watcher, standbys),
+                        watch=watch_line(packet, now, watcher, standbys) if origin is None
+                        else f"imported, read-only here: from {origin.said()}",
                         watched_by=watcher.id if watcher else None,
                         delivery=delivery_line(packet, deliveries, now, relays),
-                        deliveries=tuple(d for d in deliveries if d.run_id == packet.id))
+                        deliveries=tuple(d for d in deliveries if d.run_id == packet.id),
+                        imported=origin)
     return msgspec.structs.replace(packet, observed=observed)

@@ -28,6 +28,8 @@ from waypost.model import Packet, Receipt, to_json
 
 STATEMENT_TYPE: Final = "https://in-toto.io/Statement/v1"
 PREDICATE_TYPE: Final = "https://waypost.dev/checkpoint/v1"
+# the public statement's predicate: what a reader of the run's public view may see of it
+PUBLIC_PREDICATE_TYPE: Final = "https://waypost.dev/checkpoint-public/v1"
 FORMAT: Final = "waypost.bundle/v1"  # the container: its members and manifest
 RULES: Final = 1  # the fold's rules (waypost.core.machine) a bundle was written under
 RESULT_DOCUMENT: Final = "result.json"  # the member holding the final delivery's document
@@ -78,6 +80,9 @@ class ApprovalItem(msgspec.Struct, frozen=True, kw_only=True):
     # it, or, for an approval recorded before approvals named one, of the result it approved
     reviewed: str | None
     waivers: tuple[WaiverItem, ...] = ()
+    # the sha256 of the approver's signed approval statement (`core.cosigned`), a blob of
+    # the bundle whose signature the verifier checks; None: the approval was not co-signed
+    statement: str | None = None
 
 
 class UrlArtifact(msgspec.Struct, frozen=True, kw_only=True):
@@ -178,7 +183,7 @@ def checkpoint(packet: Packet, marks: Marks, history: History, written: Written)
             reviewed=approval.reviewed or (result_digest(marks.approved)
                                            if marks.approved else None),
             waivers=tuple(WaiverItem(gate=w.gate, reason=w.reason, by=w.by, at=w.at)
-                          for w in approval.waivers)),
+                          for w in approval.waivers), statement=approval.statement),
         receipt=packet.receipt,
         url_artifacts=tuple(UrlArtifact(name=a.name, role=str(a.role), url=a.url)
                             for a in packet.artifacts if a.url and not a.stored),
@@ -191,7 +196,74 @@ def statement(packet: Packet, marks: Marks, history: History, written: Written,
                      predicate=checkpoint(packet, marks, history, written))
 
 
-def encode(value: Statement) -> bytes:
+class PublicGate(msgspec.Struct, frozen=True, kw_only=True):
+    name: str
+    required: bool
+    verdict: str | None  # in the current review; None: it did not run there
+    waived: bool = False
+
+
+class PublicEvidence(msgspec.Struct, frozen=True, kw_only=True):
+    id: str
+    kind: str
+    verdict: str
+    assurance: str
+    gate: str | None = None
+
+
+class PublicApproval(msgspec.Struct, frozen=True, kw_only=True):
+    by: str
+    at: datetime
+    reviewed: str | None
+
+
+class PublicCheckpoint(msgspec.Struct, frozen=True, kw_only=True):
+    """The public statement's predicate: the run's public summary and verdicts, with no
+    private text (no private summary, no gate's check, no waiver's reason, no output)."""
+
+    run: str
+    title: str
+    state: str
+    owner: str
+    public_summary: str | None
+    gates: tuple[PublicGate, ...]
+    evidence: tuple[PublicEvidence, ...]
+    approval: PublicApproval | None
+    history: History
+    signed: Written  # when it was signed, and by whose key
+
+
+class PublicStatement(msgspec.Struct, frozen=True, kw_only=True):
+    type: str = msgspec.field(name="_type", default=STATEMENT_TYPE)
+    subject: tuple[Subject, ...]
+    predicateType: str = PUBLIC_PREDICATE_TYPE
+    predicate: PublicCheckpoint
+
+
+def public_statement(packet: Packet, shown: Packet, marks: Marks, history: History,
+                     written: Written, document_sha256: str | None) -> PublicStatement:
+    """The statement a reader of the run's public view is given. Its text comes from
+    `shown`, that view of `packet` (`core.readers.packet_seen`: the private summary
+    withheld, every string sanitized); its verdicts and digests, which hold no text, from
+    `packet` as folded (with `marks`)."""
+    full = checkpoint(packet, marks, history, written)
+    approval = full.approval
+    return PublicStatement(
+        subject=subjects(shown, history.head, document_sha256),
+        predicate=PublicCheckpoint(
+            run=shown.id, title=shown.title, state=full.state, owner=shown.owner,
+            public_summary=shown.result.public_summary if shown.result else None,
+            gates=tuple(PublicGate(name=g.name, required=g.required, verdict=g.verdict,
+                                   waived=g.waived is not None) for g in full.gates),
+            evidence=tuple(PublicEvidence(id=e.id, kind=e.kind, verdict=e.verdict,
+                                          assurance=e.assurance, gate=e.gate)
+                           for e in full.evidence),
+            approval=None if approval is None else PublicApproval(
+                by=approval.by, at=approval.at, reviewed=approval.reviewed),
+            history=history, signed=written))
+
+
+def encode(value: Statement | PublicStatement) -> bytes:
     return to_json(value)
 
 
@@ -231,8 +303,11 @@ def statement_schema() -> dict[str, Any]:
 
 
 def blobs_named(packet: Packet) -> list[str]:
-    """Every blob the run names, once each, in order: stored artifacts, evidence logs."""
+    """Every blob the run names, once each, in order: stored artifacts, evidence logs, the
+    approver's signed approval statement."""
     named = [a.sha256 for a in packet.artifacts if a.stored and a.sha256]
     named += [e.log_sha256 for e in packet.evidence if e.log_sha256]
+    if packet.approval is not None and packet.approval.statement:
+        named.append(packet.approval.statement)
     return list(dict.fromkeys(named))
 

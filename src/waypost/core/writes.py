@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from waypost.model import OutboxItem, Packet
+from waypost.model import Origin, OutboxItem, Packet
 
 if TYPE_CHECKING:  # a write's events are made where they are decided: reads never load them
     from waypost.events import Event
@@ -21,16 +21,18 @@ class Snapshot:
     """A packet as read, with the hash of its last event (what the next event chains to)
     and that event as stored (`head`: its JSON as read, None when the run has no event at
     its version). A snapshot a writer makes of the write it just committed (`chained`)
-    holds no stored bytes: it made that head itself (`head_checked`)."""
+    holds no stored bytes: it made that head itself (`head_checked`). `origin`: where an
+    imported run came from (None for a run of this store's own), which no write may touch."""
 
-    __slots__ = ("head", "head_checked", "head_hash", "packet")
+    __slots__ = ("head", "head_checked", "head_hash", "origin", "packet")
 
     def __init__(self, packet: Packet, head_hash: str, head: bytes | str | None = None,
-                 ) -> None:
+                 origin: Origin | None = None) -> None:
         self.packet = packet
         self.head_hash = head_hash
         self.head = head
         self.head_checked = False
+        self.origin = origin
 
     @classmethod
     def chained(cls, packet: Packet, head_hash: str, head: bytes | str | None = None,
@@ -51,7 +53,7 @@ class Due(Snapshot):
     def __init__(self, packet: Packet, head_hash: str, due_at: datetime,
                  head: bytes | str | None = None) -> None:
         self.packet, self.head_hash = packet, head_hash  # as Snapshot's, without the call
-        self.head, self.head_checked = head, False
+        self.head, self.head_checked, self.origin = head, False, None
         self.due_at = due_at
 
 

@@ -42,13 +42,20 @@ def build(packet: Packet, delivery: Delivery, *, event: Event | None = None,
     reviewed = result_digest(packet)
     public = publishable(packet, deny=deny, allow=allow)
     if delivery.purpose is Purpose.FINAL:
-        return final_document(public, delivery, reviewed=reviewed)
+        signed = packet.approval.statement if packet.approval else None
+        return final_document(public, delivery, reviewed=reviewed,
+                              statement=f"sha256:{signed}" if signed else None)
     return notice_document(public, delivery, event, reviewed=reviewed)
 
 
-def final_document(public: Packet, delivery: Delivery, *,
-                   reviewed: str | None = None) -> Document:
+def final_document(public: Packet, delivery: Delivery, *, reviewed: str | None = None,
+                   statement: str | None = None) -> Document:
+    """The final result; `statement`: the digest of the owner's signed approval statement
+    (`approve --sign`), carried as `approval_statement` only when the approval was signed."""
     approval = public.approval
+    approved = to_builtins(approval) if approval else None
+    if approved is not None:
+        approved.pop("statement", None)  # as `approval_statement`, taken before redaction
     data = {
         "run": public.id,
         "reviewed": reviewed,
@@ -58,8 +65,9 @@ def final_document(public: Packet, delivery: Delivery, *,
         "public_summary": public.result.public_summary if public.result else None,
         "artifacts": [_artifact(public, a) for a in public.artifacts],
         "evidence": [_evidence(e) for e in public.evidence],
-        "approval": to_builtins(approval) if approval else None,
+        "approval": approved,
         "fetch": f"waypost show {public.id} --public",
+        **({"approval_statement": statement} if statement else {}),
     }
     when = approval.at if approval else delivery.created_at
     return _envelope("final", delivery, when, data)
@@ -132,6 +140,7 @@ def markdown(document: Document) -> str:
            f"Final result of run `{data['run']}` ({data['state']}); approved by "
            f"{md_inline(str(approval.get('by', '?')))} at {approval.get('at', '?')}"
            f"{_reviewed(approval.get('reviewed'))}.", "",
+           *_cosigned(data.get("approval_statement")),
            "## Summary", "", md_block(data.get("public_summary") or NO_PUBLIC_SUMMARY)]
     if data["artifacts"]:
         out += ["", "## Artifacts", "", "| name | role | bytes | sha256 | fetch |",
@@ -150,6 +159,14 @@ def markdown(document: Document) -> str:
                 for w in approval["waivers"]]
     out += ["", f"<!-- waypost delivery {document['id']} -->"]
     return "\n".join(out) + "\n"
+
+
+def _cosigned(digest: str | None) -> list[str]:
+    """The line naming the owner's signed approval statement, when the approval was signed."""
+    hexes = (digest or "").removeprefix("sha256:")
+    if len(hexes) != 64 or any(c not in "0123456789abcdef" for c in hexes):
+        return []
+    return [f"Approval co-signed by the approver: signed statement `sha256:{hexes}`.", ""]
 
 
 def _reviewed(digest: str | None) -> str:

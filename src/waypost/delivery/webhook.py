@@ -23,6 +23,8 @@ if TYPE_CHECKING:
 NO_SECRET = ("no webhook secret to sign with: set WAYPOST_WEBHOOK_SECRET or [delivery] "
              "webhook_secret (a whsec_ secret) for the relay")
 RECEIPT_BYTES = 200
+# the digest of the owner's signed approval statement (`approve --sign`), on a final result
+APPROVAL_HEADER = "waypost-approval-statement"
 
 
 class WebhookTarget(Target):
@@ -39,10 +41,12 @@ class WebhookTarget(Target):
             raise InvalidInput(NO_SECRET)
         timestamp = str(int(at.timestamp()))
         key = outgoing.delivery.key
+        signed = outgoing.document.get("data", {}).get("approval_statement")
         return {"content-type": "application/json", "user-agent": "waypost-relay",
                 "webhook-id": key, "webhook-timestamp": timestamp,
                 "webhook-signature": signing.signature(signing.secret_key(self.secret), key,
-                                                       timestamp, outgoing.body)}
+                                                       timestamp, outgoing.body),
+                **({APPROVAL_HEADER: str(signed)} if signed else {})}
 
     def send(self, outgoing: Outgoing, *, at: datetime) -> Attempt:
         try:

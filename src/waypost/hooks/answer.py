@@ -38,7 +38,14 @@ from waypost.config import Config
 from waypost.core import access
 from waypost.core.access import Operation
 from waypost.durations import utcnow
-from waypost.errors import NotAuthorized, NotFound, Refused, Unauthenticated, WaypostError
+from waypost.errors import (
+    NotAuthorized,
+    NotFound,
+    Refused,
+    RuleViolation,
+    Unauthenticated,
+    WaypostError,
+)
 from waypost.events import Claimed
 from waypost.hooks import decide, hosts
 from waypost.hooks.cap import MemoryTally, SettingsTally, Tally, capped, counted, setting_name
@@ -293,15 +300,19 @@ def _session_packet(store: Store, session: str | None) -> Packet | None:
 
 def _named(store: Store, terms: Terms, grant: Grant | None) -> Packet:
     """The run a parent started this session for (`terms.named_run`), if the caller may
-    read it."""
+    read it; a run imported from a bundle is no session's (RuleViolation: read-only)."""
     named = (terms.named_run or "")[:200]
     try:
-        packet = store.get(named)
+        snap = store.load(named)
     except NotFound as exc:
         raise NotFound(f"{terms.named_by}={named[:80]!r} names no run in this store",
                        hint=f"start it first, or take {terms.named_by} out") from exc
-    _check_reads(grant, packet)
-    return packet
+    _check_reads(grant, snap.packet)
+    if snap.origin is not None:
+        from waypost.core.history import read_only
+
+        raise read_only(snap.packet.id, snap.origin)
+    return snap.packet
 
 
 def _attach(store: Store, session: str, terms: Terms, grant: Grant | None) -> Packet:
@@ -334,7 +345,7 @@ def _stop(store: Store, call: HookCall, grant: Grant | None, memory: Tally | Non
     if packet is None and terms.named_run:
         try:
             packet = _named(store, terms, grant)
-        except (NotFound, NotAuthorized) as exc:
+        except (NotFound, NotAuthorized, RuleViolation) as exc:
             refused = StopDecision(block=True, reason=f"waypost: {exc.message}{_next(exc)}")
             return _count_without_run(store, call, grant, memory, refused, terms)
     if packet is not None:

@@ -1,15 +1,19 @@
-"""The runs: list, start (with an Idempotency-Key), show, events, verify, the A2A task
-projection, and the token holder's inbox. Each route reads the request into one call of
+"""The runs: list, start (with an Idempotency-Key), show, events, verify, the bundle, the
+A2A task projection, and the token holder's inbox. Each route reads the request into one call of
 `waypost.http.operations`."""
 
 from __future__ import annotations
 
+import shutil
+import tempfile
+from collections.abc import Iterator
 from typing import Annotated
 
 import anyio.to_thread
 from litestar import Controller, Response, get, post
 from litestar.openapi.datastructures import ResponseSpec
 from litestar.params import HeaderParameter, JSONBody, PathParameter, QueryParameter
+from litestar.response import Stream
 
 from waypost.http import operations as ops
 from waypost.http import shapes
@@ -25,6 +29,30 @@ AGAIN = {**ERRORS, 200: ResponseSpec(shapes.Started, generate_examples=False, de
     "`created: false`."))}
 RunId = Annotated[str, PathParameter(max_length=64, description="The run's id (wp_…).")]
 Limit = Annotated[int, QueryParameter(ge=1, le=ops.MAX_PAGE, description="Rows per page.")]
+
+
+TAR = "application/x-tar"
+DSSE = "application/vnd.dsse.envelope.v1+json"
+BUNDLE = (
+    "A reader who may see the run's private view (its owner, its lease holder, whom the "
+    f"owner named) gets the whole bundle (`{TAR}`), as `waypost export` writes it; anyone "
+    "else who may read the run gets its public statement alone "
+    f"(`{DSSE}`): an in-toto statement of predicate type "
+    "`https://waypost.dev/checkpoint-public/v1` (the public summary, the subjects, the "
+    "verdicts; no private text) in a DSSE envelope. Either is signed by the server's key "
+    "(`waypost serve --key-file`); a server without one refuses (403). Check a bundle "
+    "with `waypost verify-bundle`.")
+CHUNK = 1024 * 1024
+
+
+def _chunks(path: str, folder: str) -> Iterator[bytes]:
+    """The bundle's bytes a chunk at a time; the folder it was written in goes after."""
+    try:
+        with open(path, "rb") as file:
+            while chunk := file.read(CHUNK):
+                yield chunk
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 class RunsController(Controller):
@@ -86,6 +114,26 @@ class RunsController(Controller):
     ) -> shapes.EventPage:
         return ops.events(store, caller, run_id, after=after, limit=limit,
                           project=config.project)
+
+    @get("/{run_id:str}/bundle", responses=ERRORS, media_type=TAR, summary=(
+        "The run's signed bundle to a reader of its private view; its signed public "
+        "statement alone to anyone else"), description=BUNDLE)
+    async def bundle(self, store: StoreDep, caller: CallerDep, config: ConfigDep,
+                     run_id: RunId) -> Stream:
+        folder = tempfile.mkdtemp(prefix="waypost-bundle-")
+        try:
+            served = await anyio.to_thread.run_sync(
+                lambda: ops.bundle(store, caller, config, run_id, folder))
+        except BaseException:
+            shutil.rmtree(folder, ignore_errors=True)
+            raise
+        if served.file is None:
+            shutil.rmtree(folder, ignore_errors=True)
+            assert served.envelope is not None
+            return Stream(iter((served.envelope,)), media_type=DSSE,
+                          headers={"Content-Type": DSSE})
+        return Stream(_chunks(served.file, folder), media_type=TAR, headers={
+            "Content-Disposition": f'attachment; filename="{served.run}.tar"'})
 
     @get("/{run_id:str}/verify", sync_to_thread=True, responses=ERRORS,
          summary="Recompute the hash chain and the fold")

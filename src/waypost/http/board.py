@@ -146,8 +146,9 @@ def _visible(who: Visitor, packets: Iterable[Packet]) -> list[Packet]:
 
 
 def _allowed_actions(who: Visitor, packet: Packet) -> set[str]:
-    """The owner actions the access rules let this visitor's token ask for on `packet`."""
-    if who.grant is None:
+    """The owner actions the access rules let this visitor's token ask for on `packet`
+    (none on a run imported from a bundle: nothing writes to it here)."""
+    if who.grant is None or (packet.observed is not None and packet.observed.imported):
         return set()
     allowed = set()
     for name, operation in ACTIONS.items():

@@ -12,12 +12,13 @@ from waypost.config import Config
 from waypost.core import access
 from waypost.core.access import Caller, Operation
 from waypost.durations import utcnow
-from waypost.errors import IntegrityError, InvalidInput, NotFound
+from waypost.errors import IntegrityError, InvalidInput, NotFound, Refused
 from waypost.http import shapes
 from waypost.http.settings import ServerConfig
 from waypost.model import Artifact, ArtifactRole, Packet
 from waypost.store.base import Store
 from waypost.usecases import reading, starting
+from waypost.usecases.bundles import Served
 from waypost.usecases.inbox import Inbox
 from waypost.usecases.reading import NO_CONFIG
 from waypost.usecases.runs import Run
@@ -117,6 +118,23 @@ def events(store: Store, caller: Caller, run_id: str, *, after: int = 0,
     page = found[:limit]
     return shapes.EventPage(events=page,
                             next_cursor=page[-1].seq if len(found) > limit else None)
+
+
+def bundle(store: Store, caller: Caller, config: ServerConfig, run_id: str,
+           folder: str) -> Served:
+    """What `GET /api/runs/{id}/bundle` serves `caller`, signed by the server's key."""
+    from waypost.usecases import bundles, keys
+
+    def signer() -> keys.Signer:
+        if config.signing_key_file is None and config.signing_key_env is None:
+            raise Refused("this server holds no signing key, so it signs no bundle",
+                          hint="start it with: waypost serve --key-file FILE (a key of "
+                          "waypost keys generate)")
+        return keys.load_signer(store, path=config.signing_key_file,
+                                env=config.signing_key_env)
+
+    return bundles.for_reader(store, caller, run_id, signer, folder,
+                              deny=config.project.deny, allow=config.project.allow)
 
 
 def verify(store: Store, caller: Caller, run_id: str) -> shapes.Verified:

@@ -33,6 +33,10 @@ class ServerConfig(msgspec.Struct, frozen=True, kw_only=True):
     # request (threads contending for the GIL) than they saved in fsyncs.
     threads: int = THREADS
     project: Config = msgspec.field(default_factory=Config)  # waypost.toml, read at start
+    # the key that signs a run's bundle or public statement (GET /api/runs/{id}/bundle): an
+    # owner-only file, or the name of an environment variable holding it; read when used
+    signing_key_file: str | None = None
+    signing_key_env: str | None = None
 
     @property
     def exposure(self) -> Exposure:

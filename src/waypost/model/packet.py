@@ -234,6 +234,8 @@ class Approval(Record, frozen=True, kw_only=True):
     at: datetime
     waivers: tuple[Waiver, ...] = ()  # shown forever
     reviewed: str | None = None  # the reviewed-result digest approved (`core.reviewed`)
+    # the sha256 of the owner's signed approval statement (`approve --sign`), a stored blob
+    statement: str | None = None
 
 
 class Review(Record, frozen=True, kw_only=True):
@@ -261,6 +263,23 @@ class Nudge(Record, frozen=True, kw_only=True):
     by: str
 
 
+class Origin(Record, frozen=True, kw_only=True):
+    """Where an imported run came from: the bundle that brought it (`waypost import`).
+    Kept beside the packet, never in it; an imported run is read-only in its new store."""
+
+    source: str  # the bundle's file name as it was imported
+    holder: str  # who the bundle says wrote it (its statement's `by`)
+    signer: str  # the keyid of the key whose signature verified
+    pinned: bool  # whether that key was pinned by whoever imported it
+    exported_at: datetime
+    imported_at: datetime
+
+    def said(self) -> str:
+        """One line for people: whose bundle, signed by which key, from which file."""
+        pin = "" if self.pinned else ", not pinned"
+        return f"{self.holder} (key {self.signer[:16]}{pin}; {self.source})"
+
+
 class Observed(Record, frozen=True, kw_only=True):
     """Derived when the packet is read; never stored and never part of the fold."""
 
@@ -271,6 +290,7 @@ class Observed(Record, frozen=True, kw_only=True):
     watched_by: str | None = None  # the live watcher covering the run, if any
     delivery: str
     deliveries: tuple[Delivery, ...] = ()  # the run's outbox rows (final and notices)
+    imported: Origin | None = None  # where the run came from; read-only here (None: local)
 
 
 class Packet(Record, frozen=True, kw_only=True):

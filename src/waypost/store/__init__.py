@@ -6,6 +6,7 @@ up from the current directory (like `.git`).
     cursors.py  the inbox's part of the contract: each reader's marks on its runs
     answers.py  the answers queue's part: answers from Slack and GitHub until carried out
     keys.py     the signing keys' part: public keys with their holder and validity
+    imports.py  the imported runs' part: runs brought in from bundles, read-only
     records.py  what a store hands back besides packets (schema, doctor, prune, sweeper lock)
     shared.py   what both backends share: limits, versions, the sweep's overlap
     sqlite/     the embedded backend (the default)

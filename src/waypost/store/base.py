@@ -22,6 +22,7 @@ from waypost.model import (
 )
 from waypost.store.answers import AnswerQueue
 from waypost.store.cursors import InboxCursors
+from waypost.store.imports import ImportedRuns
 from waypost.store.keys import KeyRing
 from waypost.store.shared import Skipped
 
@@ -80,7 +81,7 @@ def lost_lease(current: Delivery, relay: str) -> StaleLease:
     )
 
 
-class Store(InboxCursors, AnswerQueue, KeyRing, ABC):
+class Store(InboxCursors, AnswerQueue, KeyRing, ImportedRuns, ABC):
     """Where packets, their events and blobs live. Every write is one durable transaction."""
 
     url: str

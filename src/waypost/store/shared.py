@@ -24,7 +24,7 @@ import msgspec
 
 from waypost.core.writes import Due
 from waypost.errors import Conflict, IntegrityError, InvalidInput, Refused
-from waypost.model import Packet
+from waypost.model import Origin, Packet, json_decoder
 
 DEFAULT_BUSY_TIMEOUT = 30.0  # seconds a write waits for another writer's lock: then StoreBusy
 MAX_BUSY_TIMEOUT = 3600.0
@@ -158,6 +158,11 @@ def decode_packet(decoder: msgspec.json.Decoder[Packet], run_id: str,
             f"run {run_id}: its stored packet does not read: {exc}",
             hint=f"check its history with: waypost verify {run_id}; the other runs are "
             "unaffected (waypost ls names every run it has to skip)") from exc
+
+
+def origin_of(text: bytes | str) -> Origin:
+    """An imported run's stored origin (`model.Origin`)."""
+    return json_decoder(Origin).decode(text)
 
 
 def readable_packets(decoder: msgspec.json.Decoder[Packet],

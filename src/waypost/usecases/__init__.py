@@ -34,4 +34,6 @@ store's one write primitive.
     keys.py      signing keys: made, listed, exported as a keyring, retired, loaded to sign
     bundles.py   `export`: a run as one signed tar, streamed blob by blob
     verifying.py `verify-bundle`: a bundle checked with no store, the first break named
+    imports.py   `import`: a verified bundle stored as a read-only run, with its origin
+    cosign.py    `approve --sign`: the approval co-signed with the approver's own key
 """

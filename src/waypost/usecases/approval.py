@@ -71,9 +71,11 @@ def bound(run: Run, packet: Packet, reviewed: str | None, data: AnyEventData) ->
 
 
 def approved(run: Run, packet: Packet, waivers: Sequence[Waiver],
-             reviewed: str | None) -> Approved:
-    """The `approved` event, carrying the digest approved."""
-    data = Approved(waivers=tuple(waivers), reviewed=result_digest(packet))
+             reviewed: str | None, statement: str | None = None) -> Approved:
+    """The `approved` event, carrying the digest approved (and the sha256 of the owner's
+    signed approval statement, `usecases.cosign`)."""
+    data = Approved(waivers=tuple(waivers), reviewed=result_digest(packet),
+                    statement=statement)
     bound(run, packet, reviewed, data)
     return data
 

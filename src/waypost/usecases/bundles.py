@@ -1,4 +1,6 @@
-"""`waypost export`: one run as a bundle anyone can verify without the store.
+"""`waypost export`: one run as a bundle anyone can verify without the store; and what a
+reader is given of it over HTTP (`for_reader`): the bundle to a reader of the run's
+private view, its signed public statement alone to anyone else.
 
 A bundle is one tar file, written as a stream (`w|`), its members in this order:
 
@@ -20,13 +22,14 @@ from __future__ import annotations
 import io
 import os
 import tarfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Final
 
 import msgspec
 
 from waypost.core import signing
+from waypost.core.access import Caller
 from waypost.core.history import verify_chain
 from waypost.core.statement import (
     FORMAT,
@@ -37,6 +40,7 @@ from waypost.core.statement import (
     Written,
     blobs_named,
     encode,
+    public_statement,
     statement,
 )
 from waypost.durations import utcnow
@@ -44,6 +48,7 @@ from waypost.errors import IntegrityError, InvalidInput
 from waypost.events import Event
 from waypost.model import Packet, Purpose, to_json
 from waypost.store.base import Store
+from waypost.store.keys import PublicKey
 from waypost.usecases.keys import Signer
 
 MANIFEST: Final = "manifest.json"
@@ -85,8 +90,9 @@ def export(store: Store, run_id: str, out: str, signer: Signer, *,
     payload = encode(statement(packet, marks, history, written,
                                _sha256(document) if document is not None else None))
     envelope = signing.sign(payload, signer.key)
+    keys = {record.keyid: record, **_approver_keys(store, packet)}
     head = [PACKET, EVENTS, *([RESULT_DOCUMENT] if document is not None else []),
-            f"{KEYS}{record.keyid}.pem", STATEMENT]
+            *(f"{KEYS}{keyid}.pem" for keyid in keys), STATEMENT]
     members = (*head, *(f"{BLOBS}{b}" for b in blobs))
     manifest = Manifest(format=FORMAT, rules=RULES, run=run_id, members=members)
     partial = f"{out}.partial"
@@ -99,7 +105,8 @@ def export(store: Store, run_id: str, out: str, signer: Signer, *,
             _add(tar, EVENTS, b"".join(to_json(e) + b"\n" for e in events), when)
             if document is not None:
                 _add(tar, RESULT_DOCUMENT, document, when)
-            _add(tar, f"{KEYS}{record.keyid}.pem", record.public_key.encode(), when)
+            for keyid, key in keys.items():
+                _add(tar, f"{KEYS}{keyid}.pem", key.public_key.encode(), when)
             _add(tar, STATEMENT, signing.envelope_json(envelope), when)
             for sha in blobs:
                 _add(tar, f"{BLOBS}{sha}", store.get_blob(sha), when)
@@ -113,6 +120,59 @@ def export(store: Store, run_id: str, out: str, signer: Signer, *,
         raise
     return Exported(run=run_id, file=out, events=len(events), blobs=len(blobs),
                     head=history.head, keyid=record.keyid, holder=record.holder)
+
+
+class Served(msgspec.Struct, frozen=True, kw_only=True):
+    """What a reader is given of a run (`GET /api/runs/{id}/bundle`): the whole bundle,
+    written at `file` for the caller to stream and remove, to a reader of the private
+    view; the signed public statement (a DSSE envelope, `envelope`) to anyone else."""
+
+    run: str
+    file: str | None = None
+    envelope: bytes | None = None
+
+
+def for_reader(store: Store, caller: Caller | None, run_id: str, sign: Callable[[], Signer],
+               folder: str, *, deny: Sequence[str] = (), allow: Sequence[str] = ()) -> Served:
+    """The bundle of `run_id` as `caller` may have it (the read model: `usecases.reading`),
+    signed by the key `sign` loads (once the caller may read the run at all)."""
+    from waypost.usecases import reading
+
+    packet = reading.readable(store, caller, run_id)  # NotFound, NotAuthorized
+    signer = sign()
+    if reading.sees_all(caller, packet):
+        out = os.path.join(folder, f"{run_id}.tar")
+        export(store, run_id, out, signer, deny=deny, allow=allow)
+        return Served(run=run_id, file=out)
+    return Served(run=run_id, envelope=public_envelope(store, run_id, signer, deny=deny,
+                                                       allow=allow))
+
+
+def public_envelope(store: Store, run_id: str, signer: Signer, *, deny: Sequence[str] = (),
+                    allow: Sequence[str] = (), now: datetime | None = None) -> bytes:
+    """The run's public statement (`core.statement.public_statement`) in a DSSE envelope
+    signed by `signer`: its public summary, subjects and verdicts, no private text."""
+    from waypost.core.readers import Sight, packet_seen
+
+    packet, events, marks = _read(store, run_id)
+    document = _document(store, marks, packet, deny, allow)
+    shown = packet_seen(packet, Sight.PUBLIC, deny=deny, allow=allow)
+    written = Written(format=FORMAT, rules=RULES, at=now or utcnow(), by=signer.record.holder)
+    history = History(events=len(events), head=events[-1].hash)
+    payload = encode(public_statement(packet, shown, marks, history, written,
+                                      _sha256(document) if document is not None else None))
+    return signing.envelope_json(signing.sign(payload, signer.key))
+
+
+def _approver_keys(store: Store, packet: Packet) -> dict[str, PublicKey]:
+    """The public key of each signature over the run's signed approval statement (none
+    when the approval was not co-signed), so that the bundle alone checks it."""
+    sha = packet.approval.statement if packet.approval else None
+    if not sha:
+        return {}
+    envelope = signing.read_envelope(store.get_blob(sha))
+    ring = {k.keyid: k for k in store.signing_keys()}
+    return {s.keyid: ring[s.keyid] for s in envelope.signatures if s.keyid in ring}
 
 
 def _read(store: Store, run_id: str) -> tuple[Packet, list[Event], Marks]:

@@ -24,6 +24,7 @@ from waypost.core.gates import (
     unmet,
     verdicts,
 )
+from waypost.core.history import read_only
 from waypost.core.reviewed import result_digest
 from waypost.errors import InvalidInput
 from waypost.events import Reviewed
@@ -74,6 +75,15 @@ def _evidence_kind(spec: str) -> EvidenceKind:
 
 
 Measured = Sequence[tuple[str, CheckResult]]  # (gate name, what its check found)
+
+
+def writable(store: Store, run_id: str) -> Packet:
+    """The run as it stands, refused first if it is imported from a bundle (read-only
+    here): a review of it would run its gates for a write that cannot land."""
+    snap = store.load(run_id)
+    if snap.origin is not None:
+        raise read_only(run_id, snap.origin)
+    return snap.packet
 
 
 def measure(store: Store, packet: Packet, config: Config, cwd: str | None,

@@ -380,7 +380,7 @@ class Run:
         for `check`."""
         from waypost.usecases import review
 
-        packet = self.packet
+        packet = review.writable(self.store, self.id)
         check_may_review(packet, self.actor)  # before any gate runs a command
         measured = review.measure(self.store, packet, config or Config(), cwd, files)
         packet = self.write(lambda p: review.reviewed(p, measured, at=self.clock(),
@@ -414,7 +414,7 @@ class Run:
         return self.write(lambda p: AuthorityTransferred(authority=authority, to=to))
 
     def approve(self, waivers: Mapping[str, str] | None = None, *,
-                reviewed: str | None = None) -> Packet:
+                reviewed: str | None = None, statement: str | None = None) -> Packet:
         """Accept the result (owner or transferee); `reviewed`: its digest (`approval`)."""
         from waypost.usecases import approval
 
@@ -423,7 +423,7 @@ class Run:
         digest, now = approval.given(reviewed), self.clock()
         given = tuple(Waiver(gate=g, reason=r, by=self.actor, at=now)
                       for g, r in (waivers or {}).items())
-        return self.write(lambda p: approval.approved(self, p, given, digest))
+        return self.write(lambda p: approval.approved(self, p, given, digest, statement))
 
     def cancel(self, reason: str) -> Packet:
         checked_text(self.store, reason, "reason")

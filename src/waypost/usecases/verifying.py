@@ -24,7 +24,7 @@ from typing import IO, Final
 
 import msgspec
 
-from waypost.core import signing
+from waypost.core import cosigned, signing
 from waypost.core.history import verify_chain
 from waypost.core.statement import (
     FORMAT,
@@ -278,24 +278,28 @@ class _Check:
         self.signers = tuple(k.keyid for k in signers)
         self._agrees(given)
 
-    def _signatures(self, envelope: signing.Envelope) -> list[PublicKey]:
+    def _signatures(self, envelope: signing.Envelope, member: str = STATEMENT,
+                    blob: str | None = None) -> list[PublicKey]:
         if envelope.payloadType != signing.PAYLOAD_TYPE:
             raise Broken(Outcome.SIGNATURE, f"the envelope's payload type is "
                          f"{envelope.payloadType[:80]!r}, not {signing.PAYLOAD_TYPE}",
-                         member=STATEMENT)
+                         member=member, blob=blob)
         if not envelope.signatures:
-            raise Broken(Outcome.SIGNATURE, "the statement is not signed", member=STATEMENT)
+            raise Broken(Outcome.SIGNATURE, "the statement is not signed", member=member,
+                         blob=blob)
         good: list[PublicKey] = []
         for sig in envelope.signatures[:MAX_KEYS]:
             key = self.pinned.get(sig.keyid) or self.embedded.get(sig.keyid)
             if key is None:
                 raise Broken(Outcome.SIGNATURE, f"signed by key {sig.keyid[:16]}, which is "
-                             "neither pinned nor in the bundle", member=STATEMENT)
+                             "neither pinned nor in the bundle", member=member, blob=blob)
             if not signing.verifies(envelope, sig, signing.read_public(key.public_key, "key")):
                 raise Broken(Outcome.SIGNATURE, f"the signature by key {sig.keyid[:16]} does "
                              "not verify: the statement or its signature was altered",
-                             member=STATEMENT)
+                             member=member, blob=blob)
             good.append(key)
+        if member != STATEMENT:  # a co-signature: the run's statement names its sha256
+            return good
         if self.pinned and not any(k.keyid in self.pinned for k in good):
             signers = ", ".join(k.keyid[:16] for k in good)
             raise Broken(Outcome.SIGNATURE, f"signed by key {signers}, which is not pinned "
@@ -333,12 +337,45 @@ class _Check:
             raise Broken(Outcome.MALFORMED, f"{name} is larger than {MAX_BLOB} bytes",
                          member=name, blob=sha)
         digest = hashlib.sha256()
+        approval = self.folded.approval if self.folded is not None else None
+        signed = approval is not None and approval.statement == sha
+        kept = bytearray()
         while part := file.read(CHUNK):
             digest.update(part)
+            if signed and len(kept) <= MAX_SMALL:
+                kept += part
         if digest.hexdigest() != sha:
             raise Broken(Outcome.BLOB, f"blob {sha} does not hash to its name (it hashes to "
                          f"{digest.hexdigest()})", member=name, blob=sha)
+        if signed:
+            self._cosigned(name, sha, bytes(kept))
         self.blobs += 1
+
+    def _cosigned(self, name: str, sha: str, data: bytes) -> None:
+        """The approver's signed approval statement (`approve --sign`): signed by a key the
+        bundle carries or the caller pinned (valid when it signed, if pinned), and saying
+        what the approval says: the run, the reviewed result, the approver."""
+        folded = self.folded
+        assert folded is not None
+        approval = folded.approval
+        assert approval is not None
+        try:
+            envelope = signing.read_envelope(data)
+            said = cosigned.decode(signing.payload_of(envelope))
+        except (InvalidInput, msgspec.MsgspecError) as exc:
+            raise Broken(Outcome.SIGNATURE, f"the signed approval statement does not read "
+                         f"({str(exc)[:200]})", member=name, blob=sha) from None
+        signers = self._signatures(envelope, name, sha)
+        late = [k for k in signers if k.keyid in self.pinned and not k.valid_at(said.predicate.at)]
+        if late:
+            raise Broken(Outcome.SIGNATURE, f"the approval was co-signed at "
+                         f"{said.predicate.at} by key {late[0].keyid[:16]}, not valid then",
+                         member=name, blob=sha)
+        given = said.predicate
+        if (given.run, given.reviewed, given.by) != (folded.id, approval.reviewed, approval.by):
+            raise Broken(Outcome.STATEMENT, "the signed approval statement does not say what "
+                         "the approval says (its run, reviewed result or approver)",
+                         member=name, blob=sha)
 
 
 def _whole(file: IO[bytes], member: tarfile.TarInfo, limit: int) -> bytes:

@@ -19,12 +19,14 @@ if TYPE_CHECKING:
 
 def observe_runs(store: Store, packets: Sequence[Packet], now: datetime) -> list[Packet]:
     """`packets` as `show`, `ls` and the board print them: each with its observed view at
-    `now` (`core.observed.observe`), from three queries at most."""
+    `now` (`core.observed.observe`), from four queries at most."""
     watchers = store.watchers(now=now)
     deliveries = store.deliveries([p.id for p in packets])
     relays = store.relays(now=now) if observed.waiting(deliveries) else None
     by_run = observed.by_run(deliveries)
-    return [observed.observe(p, now, watchers, by_run.get(p.id, ()), relays) for p in packets]
+    origins = store.origins([p.id for p in packets])
+    return [observed.observe(p, now, watchers, by_run.get(p.id, ()), relays, origins.get(p.id))
+            for p in packets]
 
 
 def observe_run(store: Store, packet: Packet, now: datetime | None = None) -> Packet:

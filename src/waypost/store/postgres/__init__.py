@@ -8,6 +8,7 @@ the `postgres` extra; nothing imports this package unless a `postgresql://` URL 
     api.py        the change feed a board follows, and bearer tokens
     answers.py    the answers queue: answers from Slack and GitHub until carried out
     keys.py       the signing keys: public halves, holders, validity
+    imports.py    runs imported from bundles, with their origin
     outbox.py     the outbox's claims (`FOR UPDATE SKIP LOCKED`) and the relay registry
     watch.py      watcher registrations, due runs, deferred checks and retention
     postgres.sql  the schema of a fresh store; `postgres_NNN_*.sql` the migrations, in order

@@ -20,8 +20,9 @@ CREATE TABLE runs (
     packet_text     text,                   -- the exact JSON, only when jsonb cannot hold it
     session_id      text,                   -- the agent host's session (`start --session`)
     stop_blocks     integer NOT NULL DEFAULT 0, -- the stop hook's consecutive refusals
-    change_xid      xid8 NOT NULL DEFAULT '0'   -- the transaction that last wrote it: the
+    change_xid      xid8 NOT NULL DEFAULT '0',  -- the transaction that last wrote it: the
                                                 -- change cursor (no index: updates stay HOT)
+    origin          text                    -- an imported run's origin (JSON); NULL: local
 );
 
 -- no index names a column a heartbeat changes (updated_at, and next_check_at as long as

@@ -1,12 +1,12 @@
 """The PostgreSQL store's operations whose SQL lives in modules of its own: the change feed
-and bearer tokens (`api`), the answers queue (`answers`), the signing keys (`keys`), the
-outbox's claims and the relays (`outbox`), the watchdog's registrations and deferred
-checks (`watch`). `PostgresStore` is built on this."""
+and bearer tokens (`api`), the answers queue (`answers`), the signing keys (`keys`),
+imported runs (`imports`), the outbox's claims and the relays (`outbox`), the watchdog's
+registrations and deferred checks (`watch`). `PostgresStore` is built on this."""
 
 from __future__ import annotations
 
 from abc import abstractmethod
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any, LiteralString
@@ -14,13 +14,24 @@ from typing import Any, LiteralString
 import psycopg
 
 from waypost.errors import NotFound, step
-from waypost.model import Delivery, Grant, Packet, RelayInfo, State, Watcher, json_decoder
+from waypost.events import Event
+from waypost.model import (
+    Delivery,
+    Grant,
+    Origin,
+    Packet,
+    RelayInfo,
+    State,
+    Watcher,
+    json_decoder,
+)
 from waypost.store.answers import AnswerRow
 from waypost.store.base import Store
 from waypost.store.cursors import SCAN_RUNS, InboxScan
 from waypost.store.keys import PublicKey
 from waypost.store.postgres import answers as answers_sql
 from waypost.store.postgres import api as api_sql
+from waypost.store.postgres import imports as imports_sql
 from waypost.store.postgres import keys as keys_sql
 from waypost.store.postgres import outbox as outbox_sql
 from waypost.store.postgres import watch as watch_sql
@@ -130,6 +141,32 @@ class PostgresSide(Store):
     def retire_key(self, keyid: str, *, at: datetime) -> PublicKey | None:
         with self._cursor(f"retire key {keyid[:16]}", write=True, one_statement=True) as cur:
             return keys_sql.retire(cur, keyid, at)
+
+    # --- imported runs ------------------------------------------------------------------
+
+    @staticmethod
+    @abstractmethod
+    def _columns(packet: Packet, last: Event) -> tuple[object, ...]:
+        """The write path's columns of a packet whose last event is `last`."""
+
+    @staticmethod
+    @abstractmethod
+    def _insert_events(cur: psycopg.Cursor[Any], events: Sequence[Event]) -> None:
+        """Insert `events` as the write path does."""
+
+    def import_run(self, events: Sequence[Event], packet: Packet, origin: Origin) -> bool:
+        with self._cursor(f"import run {packet.id}", write=True) as cur:
+            put = imports_sql.put(cur, (packet.id, packet.created_at),
+                                  self._columns(packet, events[-1]), origin)
+            if put:
+                self._insert_events(cur, events)
+            return put
+
+    def origins(self, run_ids: Collection[str]) -> dict[str, Origin]:
+        if not run_ids:
+            return {}
+        with self._cursor("read where runs came from", write=False) as cur:
+            return imports_sql.origins(cur, run_ids)
 
     # --- the answers queue ----------------------------------------------------------------
 

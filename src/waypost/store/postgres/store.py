@@ -58,6 +58,7 @@ from waypost.store.shared import (
     decode_packet,
     due_page,
     head_changed,
+    origin_of,
     readable_packets,
 )
 from waypost.store.shared import busy_timeout as busy_timeout_setting
@@ -268,11 +269,12 @@ class PostgresStore(PostgresSide):
     def load(self, run_id: str) -> Snapshot:
         rows = self._rows(f"read run {run_id}",
                           "SELECT coalesce(packet_text, packet::text), head_hash,"
-                          f" {_HEAD_EVENT} FROM runs WHERE id = %s", (run_id,))
+                          f" {_HEAD_EVENT}, origin FROM runs WHERE id = %s", (run_id,))
         if not rows:
             raise NotFound(f"no run {run_id}", steps=[step("list", why="list the runs")])
-        packet, head_hash, head = rows[0]
-        return Snapshot(decode_packet(_packet_decoder, run_id, packet), head_hash, head)
+        packet, head_hash, head, origin = rows[0]
+        return Snapshot(decode_packet(_packet_decoder, run_id, packet), head_hash, head,
+                        None if origin is None else origin_of(origin))
 
     def events(self, run_id: str) -> list[Event]:
         rows = self._rows(f"read the events of run {run_id}",

@@ -113,7 +113,8 @@ def prune_batch(cur: Cursor, before: datetime,
     """Delete up to PRUNE_BATCH matching runs with their rows: (runs, events, outbox, runs
     whose owner had not acknowledged their last event)."""
     ids = [r[0] for r in cur.execute(
-        "SELECT id FROM runs WHERE state = ANY(%s) AND updated_at < %s LIMIT %s"
+        "SELECT id FROM runs WHERE state = ANY(%s) AND updated_at < %s AND origin IS NULL"
+        " LIMIT %s"
         " FOR UPDATE SKIP LOCKED", (list(states), before, PRUNE_BATCH)).fetchall()]
     if not ids:
         return 0, 0, 0, 0

@@ -31,12 +31,13 @@ from waypost.errors import (
 )
 from waypost.store.shared import BUSY_TIMEOUT_ENV, MIN_WRITER, write_refusal
 
-SCHEMA_VERSION = 14
+SCHEMA_VERSION = 15
 MIGRATIONS = ("sqlite.sql", "sqlite_2_outbox.sql", "sqlite_3_delivery.sql",
               "sqlite_4_watchers.sql", "sqlite_5_watcher_role.sql", "sqlite_6_runs_rowid.sql",
               "sqlite_7_settings.sql", "sqlite_8_outcome_unknown.sql",
               "sqlite_9_session.sql", "sqlite_10_tokens.sql", "sqlite_11_rules_in_writers.sql",
-              "sqlite_12_inbox.sql", "sqlite_13_answers.sql", "sqlite_14_keys.sql")
+              "sqlite_12_inbox.sql", "sqlite_13_answers.sql", "sqlite_14_keys.sql",
+              "sqlite_15_imports.sql")
 _BUSY = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
 _DAMAGED = (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
 # what the driver raises: its errors, and text it cannot decode (a damaged schema's, whose

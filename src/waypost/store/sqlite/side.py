@@ -1,25 +1,35 @@
 """The SQLite store's operations whose SQL lives in modules of its own: the change feed and
-bearer tokens (`api`), the answers queue (`answers`), the signing keys (`keys`), the
-outbox's claims and the relays (`outbox`), the watchdog's registrations and deferred
-checks (`watch`). Each module is imported where it is used, so a heartbeat loads none of
-them. `SqliteStore` is built on this."""
+bearer tokens (`api`), the answers queue (`answers`), the signing keys (`keys`), imported
+runs (`imports`), the outbox's claims and the relays (`outbox`), the watchdog's
+registrations and deferred checks (`watch`). Each module is imported where it is used, so
+a heartbeat loads none of them. `SqliteStore` is built on this."""
 
 from __future__ import annotations
 
 import sqlite3
 from abc import abstractmethod
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import TYPE_CHECKING
 
 from waypost.errors import NotFound, step
-from waypost.model import Delivery, Grant, Packet, RelayInfo, State, Watcher, json_decoder
+from waypost.model import (
+    Delivery,
+    Grant,
+    Origin,
+    Packet,
+    RelayInfo,
+    State,
+    Watcher,
+    json_decoder,
+)
 from waypost.store.base import Store
 from waypost.store.cursors import SCAN_RUNS, InboxScan
 from waypost.store.shared import Skipped, inbox_rows, readable_packets
 
 if TYPE_CHECKING:  # made where they are used: a heartbeat makes none
+    from waypost.events import Event
     from waypost.store.answers import AnswerRow
     from waypost.store.keys import PublicKey
     from waypost.store.records import AlwaysHeld
@@ -128,6 +138,22 @@ class SqliteSide(Store):
 
         with self._writing(f"retire key {keyid[:16]}") as db:
             return keys.retire(db, keyid, at)
+
+    # --- imported runs ------------------------------------------------------------------
+
+    def import_run(self, events: Sequence[Event], packet: Packet, origin: Origin) -> bool:
+        from waypost.store.sqlite import imports
+
+        with self._writing(f"import run {packet.id}") as db:
+            return imports.put(db, events, packet, origin)
+
+    def origins(self, run_ids: Collection[str]) -> dict[str, Origin]:
+        from waypost.store.sqlite import imports
+
+        if self._db is None or not run_ids:
+            return {}
+        with self._reading("read where runs came from") as db:
+            return imports.origins(db, run_ids)
 
     # --- the answers queue ----------------------------------------------------------------
 

@@ -32,6 +32,7 @@ from waypost.store.shared import (
     check_setting,
     decode_packet,
     due_page,
+    origin_of,
     readable_packets,
     stop_turn_setting,
 )
@@ -49,7 +50,7 @@ _packet_decoder = json_decoder(Packet)
 # a run's packet, its head hash and its head event as stored (what a write checks first,
 # `history.check_head`): one lookup by the events' primary key beside the row
 LOAD = ("SELECT CAST(packet AS BLOB), head_hash, (SELECT CAST(body AS BLOB) FROM events"
-        " WHERE run_id = runs.id AND seq = runs.version) FROM runs WHERE id = ?")
+        " WHERE run_id = runs.id AND seq = runs.version), origin FROM runs WHERE id = ?")
 
 class SqliteStore(SqliteSide):
     """One connection, guarded by a lock so threads may share the store (`StoreFile`).
@@ -182,7 +183,8 @@ class SqliteStore(SqliteSide):
             row = db.execute(LOAD, (run_id,)).fetchone()
         if row is None:
             raise NotFound(f"no run {run_id}", steps=[step("list", why="list the runs")])
-        return Snapshot(decode_packet(_packet_decoder, run_id, row[0]), row[1], row[2])
+        return Snapshot(decode_packet(_packet_decoder, run_id, row[0]), row[1], row[2],
+                        None if row[3] is None else origin_of(row[3]))
 
     def events(self, run_id: str) -> list[Event]:
         with self._reading(f"read the events of run {run_id}") as db:

@@ -138,7 +138,8 @@ def prune_batch(db: sqlite3.Connection, before: datetime,
     whose owner had not acknowledged their last event)."""
     marks = ", ".join("?" * len(states))
     ids = [r[0] for r in db.execute(
-        f"SELECT id FROM runs WHERE state IN ({marks}) AND updated_at < ? LIMIT ?",
+        f"SELECT id FROM runs WHERE state IN ({marks}) AND updated_at < ?"
+        " AND origin IS NULL LIMIT ?",
         (*states, before.isoformat(), PRUNE_BATCH))]
     if not ids:
         return 0, 0, 0, 0
