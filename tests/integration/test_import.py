@@ -182,3 +182,42 @@ def test_the_hooks_hold_no_session_to_an_imported_run(
         assert "read-only here" in said.out + said.log, said
     assert away.session_run("s1") is None
     assert (away.load(run_id).packet, away.events(run_id)) == before
+
+
+def test_an_imported_run_shows_on_the_board_as_imported_and_read_only(
+        home: Store, tmp_path: Path) -> None:
+    """The other team's board lists it, says where it came from, offers its owner no
+    action, and refuses one posted anyway with the same words as every door."""
+    import re
+
+    import httpx
+
+    from tests.http_support import serving
+    from waypost.usecases import tokens
+
+    clock = FakeClock()
+    run_id = _stalled_run(home, clock, tmp_path)
+    path, _ = exported(home, run_id, tmp_path, signer(home, tmp_path, holder="team-a"))
+    url = str(tmp_path / "board.db")
+    with open_store(url) as board_store:
+        import_bundle(board_store, str(path), ring(home))
+        secret, _ = tokens.issue(board_store, holder="alice", role="owner", run_id=None,
+                                 ttl=None, by="test")
+    with serving(url) as base, httpx.Client(base_url=base, timeout=20) as browser:
+        assert browser.post("/login", data={"token": secret},
+                            headers={"Origin": base}).status_code in (200, 303)
+        listed = browser.get("/").text
+        assert run_id in listed
+        assert "imported" in listed
+        page = browser.get(f"/runs/{run_id}").text
+        assert "imported, read-only here: from team-a" in page
+        assert f'action="/runs/{run_id}/' not in page  # no button for the owner either
+        csrf = re.search(r'name="csrf" value="([0-9a-f]+)"', listed)
+        assert csrf is not None
+        posted = browser.post(f"/runs/{run_id}/cancel", data={"csrf": csrf.group(1),
+                                                              "reason": "stop"},
+                              headers={"Origin": base})
+        assert posted.status_code >= 400
+        assert "read-only" in posted.text
+    with open_store(url) as board_store:
+        assert board_store.get(run_id) == home.get(run_id)
