@@ -279,11 +279,11 @@ def test_a_comment_acts_only_on_a_run_of_its_own_thread(store: Store,
         heard = Heard(kind="comment", repo="octo/app", number=7, comment="1",
                       login="octo-alice", at=datetime(2026, 1, 2, tzinfo=UTC),
                       command=Command(verb=Verb.CANCEL, run=other, reason="not this one"))
-        decided = github_answers.decide(store, CONFIG, heard, f"d-{other}")
+        decided = github_answers.decide(store, CONFIG, heard)
         assert isinstance(decided, github_answers.Refusal), decided
         assert here in decided.runs
         assert other not in decided.runs
-        assert store.answer_row(f"github:d-{other}") is None
+        assert store.answer_row("github:comment:1") is None
         assert store.get(other).state is State.READY_FOR_REVIEW
 
 

@@ -62,10 +62,13 @@ class Thread:
         self.store = store
         self.github = github
         self.hook = Hookshot(url + "/github/webhook", SECRET)
+        self.keys: dict[str, str] = {}  # each delivery's answer key: its comment's
 
     def say(self, body: str, login: str = "octo-alice", **send: Any) -> tuple[Any, str]:
+        """A new comment, delivered; (the response, the delivery's id)."""
         comment = self.github.say(REPO, NUMBER, login, body)
         delivery = send.pop("delivery", None) or f"d-{comment['id']}"
+        self.keys[delivery] = f"github:comment:{comment['id']}"
         response = self.hook.send("issue_comment", Hookshot.comment(REPO, NUMBER, comment),
                                   delivery=delivery, **send)
         return response, delivery
@@ -73,7 +76,7 @@ class Thread:
     def done(self, delivery: str) -> answers.Outcome:
         """The outcome of the answer accepted from `delivery`, once carried out."""
         deadline = time.monotonic() + WAIT
-        while (outcome := answers.outcome_of(self.store, f"github:{delivery}")) is None:
+        while (outcome := answers.outcome_of(self.store, self.keys[delivery])) is None:
             assert time.monotonic() < deadline, f"{delivery} was not carried out"
             time.sleep(0.05)
         return outcome
@@ -186,18 +189,25 @@ def test_a_forged_or_unsigned_delivery_changes_nothing(sqlite_url: str,
         assert thread.replies() == []
 
 
-def test_a_replayed_delivery_acts_once(sqlite_url: str, github: FakeGitHub) -> None:
+def test_a_comment_delivered_again_acts_once(sqlite_url: str, github: FakeGitHub) -> None:
+    """GitHub's redelivery (the same delivery id), and a second webhook (an organisation's
+    beside the repository's: another id) carry the same comment: it acts once."""
     with served(sqlite_url, github) as thread:
         run = ready_run(thread.store)
-        response, delivery = thread.say("/waypost cancel not needed after all")
-        assert response.status_code == 202
-        assert thread.done(delivery).ok
+        comment = github.say(REPO, NUMBER, "octo-alice", "/waypost review")
+        payload = Hookshot.comment(REPO, NUMBER, comment)
+        first = thread.hook.send("issue_comment", payload, delivery="d-first")
+        assert first.status_code == 202
+        thread.keys["d-first"] = first.json()["key"]
+        assert thread.done("d-first").ok
         after = dump(sqlite_url)
-        replayed, _ = thread.say("/waypost cancel not needed after all", delivery=delivery)
-        assert replayed.status_code == 200
-        assert replayed.json()["accepted"] is False
+        for delivery in ("d-first", "d-from-the-organisation"):
+            again = thread.hook.send("issue_comment", payload, delivery=delivery)
+            assert again.status_code == 200
+            assert again.json()["accepted"] is False
+            assert again.json()["key"] == first.json()["key"]
         assert dump(sqlite_url) == after
-        assert thread.store.get(run).state is State.CANCELLED
+        assert len(thread.store.get(run).reviews) == 1
         assert len(thread.replies()) == 1
 
 
@@ -225,7 +235,7 @@ def test_the_workers_own_login_is_refused_and_says_why(sqlite_url: str,
             response, delivery = thread.say(said, login="octo-w1")
             assert response.status_code == 200
             assert response.json()["refused"].startswith("w1 ")
-            assert thread.store.answer_row(f"github:{delivery}") is None
+            assert thread.store.answer_row(thread.keys[delivery]) is None
         assert dump(sqlite_url) == before
         replies = thread.replied(2)
         assert all("refused, nothing was done" in r for r in replies)
@@ -248,7 +258,7 @@ def test_an_answer_to_an_outdated_result_is_refused_saying_what_changed(
         response, delivery = thread.say(f"/waypost approve {old}")
         assert response.status_code == 200
         assert "submitted a new result" in response.json()["refused"]
-        assert thread.store.answer_row(f"github:{delivery}") is None
+        assert thread.store.answer_row(thread.keys[delivery]) is None
         assert dump(sqlite_url) == before
         assert "submitted a new result" in thread.replied(shown + 1)[-1]
         assert thread.store.get(run).state is State.READY_FOR_REVIEW
@@ -272,7 +282,7 @@ def test_an_approving_review_counts_only_where_configured(sqlite_url: str,
         response = thread.hook.send("pull_request_review", bare, delivery="review-78")
         assert response.status_code == 200  # refused before anything was stored
         assert "must name the reviewed result" in response.json()["refused"]
-        assert thread.store.answer_row("github:review-78") is None
+        assert thread.store.answer_row("github:review:78") is None
         assert "must name the reviewed result" in thread.replied(shown + 1)[-1]
         assert thread.store.get(run).state is State.READY_FOR_REVIEW
         _, delivery = thread.say("/waypost review")
@@ -281,6 +291,7 @@ def test_an_approving_review_counts_only_where_configured(sqlite_url: str,
                                 "Looks right to me.", ident=79)
         assert thread.hook.send("pull_request_review", named,
                                 delivery="review-79").status_code == 202
+        thread.keys["review-79"] = "github:review:79"
         assert thread.done("review-79").ok
         assert thread.store.get(run).state is State.APPROVED
 

@@ -127,7 +127,7 @@ class GitHubDoor(Driver):
             return class_of(ERROR_OF_CODE[said["code"]])
         assert said["accepted"] is True, said
         deadline = time.monotonic() + WAIT_S
-        while (outcome := answers.outcome_of(self.world.store, f"github:{delivery}")) is None:
+        while (outcome := answers.outcome_of(self.world.store, said["key"])) is None:
             assert time.monotonic() < deadline, f"{delivery} was not carried out"
             time.sleep(0.02)
         if outcome.ok:

@@ -48,6 +48,7 @@ class HookReceipt(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True)
 
     ok: bool
     accepted: bool | None = None  # an answer: stored now (202), or before (200)
+    key: str | None = None  # the stored answer's key (github:comment:ID, github:review:ID)
     run: str | None = None
     action: str | None = None
     ignored: str | None = None  # why it asks nothing of waypost
@@ -109,12 +110,13 @@ async def github_webhook(request: Request[Any, Any, Any], store: StoreDep,
         return Response(HookReceipt(ok=True, ignored=heard.reason))
     project = config.project
     decided = await to_thread.run_sync(
-        lambda: github_answers.decide(store, project, heard, delivery))
+        lambda: github_answers.decide(store, project, heard))
     if isinstance(decided, hub.Ignored):
         return Response(HookReceipt(ok=True, ignored=decided.reason))
     if isinstance(decided, github_answers.Replayed):
-        return Response(HookReceipt(ok=True, accepted=False, said="this delivery was taken "
-                                "before; nothing more is done"))
+        return Response(HookReceipt(ok=True, accepted=False, key=decided.key,
+                                    said="this comment was answered before; nothing more "
+                                    "is done"))
     if isinstance(decided, github_answers.Refusal):
         return _refused(request, heard, decided, delivery)
     state = request.app.state
@@ -125,7 +127,7 @@ async def github_webhook(request: Request[Any, Any, Any], store: StoreDep,
         return Response(HookReceipt(ok=False, run=decided.run, action=str(decided.action),
                                     refused=handed.refusal.said, code=handed.refusal.code))
     fresh = handed.accepted
-    return Response(HookReceipt(ok=True, accepted=fresh, run=decided.run,
+    return Response(HookReceipt(ok=True, accepted=fresh, key=decided.key, run=decided.run,
                             action=str(decided.action)), status_code=202 if fresh else 200)
 
 

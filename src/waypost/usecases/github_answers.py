@@ -7,7 +7,7 @@ whether it is an answer at all: an approving review counts only where `[answers]
 github_review_approves = true`; a login not mapped in `[answers.github]` is nobody here; the
 thread must be the one a run comments on (its target or notify is `github:OWNER/REPO#N`),
 and where several runs share it the command must name one. What is decided an answer is
-accepted (`usecases.answers.accept`, keyed by the delivery id, so a redelivery acts once)
+accepted (`usecases.answers.accept`, keyed by its comment, so a redelivery acts once)
 and carried out after as the mapped actor, by the same rules as every other door.
 
 `Reply` shows the outcome on GitHub (`delivery.github_reply`) with the relay's token and
@@ -41,8 +41,8 @@ ACTIONS = {Verb.REVIEW: Action.REVIEW, Verb.APPROVE: Action.APPROVE,
 
 
 class Replayed(msgspec.Struct, frozen=True, kw_only=True):
-    """A delivery whose answer was stored before (GitHub redelivered it, or someone
-    replayed it): nothing more is done."""
+    """A delivery whose answer was stored before (GitHub redelivered it, another webhook
+    delivered the same comment, or someone replayed it): nothing more is done."""
 
     key: str
 
@@ -55,12 +55,14 @@ class Refusal(msgspec.Struct, frozen=True, kw_only=True):
     runs: tuple[str, ...]  # the thread's runs
 
 
-def decide(store: Store, config: Config, heard: Heard,
-           delivery: str) -> Answer | Replayed | Refusal | Ignored:
-    """The answer `heard` gives (keyed `github:<delivery>`), a `Refusal` to show in the
-    thread, or why it is `Ignored` (nothing stored, nothing shown); `Replayed` when the
-    delivery's answer was stored before, whatever has happened since."""
-    key = f"{SOURCE}:{delivery}"
+def decide(store: Store, config: Config, heard: Heard) -> Answer | Replayed | Refusal | Ignored:
+    """The answer `heard` gives, a `Refusal` to show in the thread, or why it is `Ignored`
+    (nothing stored, nothing shown); `Replayed` when its answer was stored before, whatever
+    has happened since. The answer is keyed by the comment (or review) it was given in,
+    not by the delivery's id: GitHub redelivers a delivery under its own id, and a
+    repository's webhook and its organisation's both deliver the same comment, under two
+    ids; either way the comment is answered once."""
+    key = f"{SOURCE}:{heard.kind}:{heard.comment}"
     if store.answer_row(key) is not None:
         return Replayed(key=key)
     if heard.kind == "review" and not config.github_review_approves:
