@@ -3,6 +3,9 @@ handed to anyone, checked where it lands, brought in to read, and the keys that 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any, TypeVar
+
 import click
 
 from waypost.cli.context import Ctx, verb
@@ -11,6 +14,8 @@ from waypost.errors import InvalidInput
 from waypost.model import to_json
 from waypost.store.keys import PublicKey
 from waypost.usecases import keys
+
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 KEY_SOURCE = ("the signing key: a private key file only its owner may read (--key-file, or "
               "WAYPOST_SIGNING_KEY_FILE), or the name of an environment variable holding one")
@@ -61,12 +66,18 @@ Exit codes:
    2  usage: bad options, or a key or keyring that does not read"""
 
 
+def pinning(command: _F) -> _F:
+    """The options naming the keys a bundle's signer is pinned to."""
+    command = click.option(
+        "--keyring", metavar="FILE",
+        help="A keyring (waypost keys export --keyring): keys with their validity.")(command)
+    return click.option("--key", "key_files", multiple=True, metavar="PUB",
+                        help="A public key (PEM) to pin; repeatable.")(command)
+
+
 @click.command("verify-bundle", help=VERIFY_HELP)
 @click.argument("file", metavar="FILE")
-@click.option("--key", "key_files", multiple=True, metavar="PUB",
-              help="A public key (PEM) to pin; repeatable.")
-@click.option("--keyring", metavar="FILE",
-              help="A keyring (waypost keys export --keyring): keys with their validity.")
+@pinning
 @verb
 def verify_bundle(ctx: Ctx, file: str, key_files: tuple[str, ...],
                   keyring: str | None) -> None:
@@ -87,10 +98,7 @@ def verify_bundle(ctx: Ctx, file: str, key_files: tuple[str, ...],
 
 @click.command("import")
 @click.argument("file", metavar="FILE")
-@click.option("--key", "key_files", multiple=True, metavar="PUB",
-              help="A public key (PEM) to pin; repeatable.")
-@click.option("--keyring", metavar="FILE",
-              help="A keyring (waypost keys export --keyring): keys with their validity.")
+@pinning
 @verb
 def import_run(ctx: Ctx, file: str, key_files: tuple[str, ...], keyring: str | None) -> None:
     """Put the run a bundle holds into this store, read-only, once it verifies as
