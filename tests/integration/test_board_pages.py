@@ -21,6 +21,8 @@ from waypost.model import BlockerKind, EvidenceKind, Verdict
 from waypost.store import Store, open_store
 from waypost.usecases.views import observe_run, observe_runs
 
+BOARD = {"needs": (), "filters": board_views.Filters(), "states": board_views.STATE_ORDER,
+         "older": ""}
 HOSTILE = ('<script>alert(1)</script>"\'&<img src=x onerror=alert(2)>'
            "\u202edlrow\x1b]52;c;AAAA\x07 {{ 7*7 }} {% raw %}")
 
@@ -69,9 +71,12 @@ def test_hostile_strings_render_escaped_on_the_board_and_the_run_page(tmp_path: 
         run_id = _hostile_run(store, tmp_path)
         now = utcnow()
         groups = board_views.board(observe_runs(store, store.list_runs(), now), now)
+        need = board_views.Need(run_id=run_id, title=HOSTILE, topic="blocked", detail=HOSTILE,
+                                at="now", action="resolve the blocker",
+                                href=f"/runs/{run_id}#actions", command=HOSTILE)
         board = render("board.html", groups=groups, cursor=3, run_id="", visitor=HOSTILE,
                        csrf="", error={"code": "x", "message": HOSTILE, "hint": HOSTILE},
-                       capped=None)
+                       **{**BOARD, "needs": (need,)})
         _assert_inert(board)
         _assert_inert(_page(store, run_id, {"cancel"}))
 
@@ -85,8 +90,8 @@ def test_any_title_is_text_never_markup(text: str) -> None:
                           quiet="", watch="unwatched", watch_detail="", blockers=(text,),
                           delivery="-", delivery_detail="", age="1s", updated="1s ago")
     page = render("board.html", groups=(board_views.Group(state="blocked", rows=(row,)),),
-                  cursor=1, run_id="", visitor="", csrf="", error=None, capped=None)
-    cell = page.split('<td class="title">', 1)[1].split("</td>", 1)[0]
+                  cursor=1, run_id="", visitor="", csrf="", error=None, **BOARD)
+    cell = page.split('<a href="/runs/wp_x">', 1)[1].split("</a>", 1)[0]
     assert "<" not in cell
     assert ">" not in cell
     assert html.unescape(cell) == board_views.cut(text, 120)
