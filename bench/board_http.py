@@ -81,7 +81,8 @@ def run(folder: Path, *, rounds: int, stored: int, small: int = 1_000) -> Sectio
                              grown.median, 1.2, at_least=False)]
     section.counts = {"stored runs": stored, "active runs": board.active_runs(stored),
                       "server RSS, MB, after the rounds": round(rss)}
-    section.notes.append(f"the page shows the 1,000 most recently changed of the {stored:,} runs, "
-                         f"every state; {rounds} interleaved rounds, one kept-alive "
-                         "connection per server")
+    section.notes.append(f"the page shows one page (200) of the {stored:,} runs, the most "
+                         "recently started, every state, under the token holder's "
+                         "'needs you' (its inbox: it owns every run, none acknowledged); "
+                         f"{rounds} interleaved rounds, one kept-alive connection per server")
     return section

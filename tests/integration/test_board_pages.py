@@ -9,18 +9,23 @@ import re
 from datetime import timedelta
 from pathlib import Path
 
+import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import waypost
+from tests.http_support import issue, serving
 from waypost.durations import utcnow
+from waypost.errors import InvalidInput
 from waypost.http import board_views
 from waypost.http.board_render import render
 from waypost.model import BlockerKind, EvidenceKind, Verdict
 from waypost.store import Store, open_store
 from waypost.usecases.views import observe_run, observe_runs
 
+BOARD = {"needs": (), "filters": board_views.Filters(), "states": board_views.STATE_ORDER,
+         "older": ""}
 HOSTILE = ('<script>alert(1)</script>"\'&<img src=x onerror=alert(2)>'
            "\u202edlrow\x1b]52;c;AAAA\x07 {{ 7*7 }} {% raw %}")
 
@@ -69,9 +74,12 @@ def test_hostile_strings_render_escaped_on_the_board_and_the_run_page(tmp_path: 
         run_id = _hostile_run(store, tmp_path)
         now = utcnow()
         groups = board_views.board(observe_runs(store, store.list_runs(), now), now)
+        need = board_views.Need(run_id=run_id, title=HOSTILE, topic="blocked", detail=HOSTILE,
+                                at="now", action="resolve the blocker",
+                                href=f"/runs/{run_id}#actions", command=HOSTILE)
         board = render("board.html", groups=groups, cursor=3, run_id="", visitor=HOSTILE,
                        csrf="", error={"code": "x", "message": HOSTILE, "hint": HOSTILE},
-                       capped=None)
+                       **{**BOARD, "needs": (need,)})
         _assert_inert(board)
         _assert_inert(_page(store, run_id, {"cancel"}))
 
@@ -85,8 +93,8 @@ def test_any_title_is_text_never_markup(text: str) -> None:
                           quiet="", watch="unwatched", watch_detail="", blockers=(text,),
                           delivery="-", delivery_detail="", age="1s", updated="1s ago")
     page = render("board.html", groups=(board_views.Group(state="blocked", rows=(row,)),),
-                  cursor=1, run_id="", visitor="", csrf="", error=None, capped=None)
-    cell = page.split('<td class="title">', 1)[1].split("</td>", 1)[0]
+                  cursor=1, run_id="", visitor="", csrf="", error=None, **BOARD)
+    cell = page.split('<a href="/runs/wp_x">', 1)[1].split("</a>", 1)[0]
     assert "<" not in cell
     assert ">" not in cell
     assert html.unescape(cell) == board_views.cut(text, 120)
@@ -157,3 +165,41 @@ def test_a_delivered_runs_page_says_how_strong_once_was(tmp_path: Path) -> None:
         assert store.get(run_id).state.value == "delivered"
         page = _page(store, run_id, set())
     assert "assurance idempotent" in page
+
+
+def test_the_filters_are_decided_before_the_store_is_read() -> None:
+    chosen = board_views.filters({"owner": ["bob"], "q": [" login "], "state": [""]})
+    assert (chosen.owner, chosen.q, chosen.state) == ("bob", "login", "")
+    assert chosen.query(before="wp_abc") == "?owner=bob&q=login&before=wp_abc"
+    for bad in ({"state": ["nope"]}, {"owner": ["x" * 201]}, {"q": ["a\x1b[31mb"]},
+                {"before": ["'; drop"]}, {"owner": ["a", "b"]}):
+        with pytest.raises(InvalidInput):
+            board_views.filters(bad)
+
+
+def test_the_board_pages_by_the_url_and_keeps_its_filters(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`older runs` leads to the next page, which shows no run twice and keeps the filter."""
+    from waypost.http import auth, board
+
+    monkeypatch.setattr(board, "PAGE", 2)
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    with open_store(url) as store:
+        started = [waypost.start(store, f"run {i}", actor="alice", owner="alice",
+                                 target="none:")[0].id for i in range(3)]
+        waypost.start(store, "bob's", actor="bob", owner="bob", target="none:")
+    secret = issue(url, "alice", "owner")
+    seen: list[str] = []
+    with serving(url) as base, httpx.Client(base_url=base,
+                                            cookies={auth.COOKIE: secret}) as client:
+        page = "/?owner=alice"
+        for _ in range(3):
+            answer = client.get(page)
+            assert answer.status_code == 200
+            seen += re.findall(r'<tr id="run-(wp_[0-9a-z]+)"', answer.text)
+            older = re.search(r'<a rel="next" href="([^"]+)"', answer.text)
+            if older is None:
+                break
+            page = html.unescape(older.group(1))
+            assert "owner=alice" in page
+    assert seen == started[::-1]

@@ -44,6 +44,7 @@ from waypost.events import (
 from waypost.model import (
     Assurance,
     Authority,
+    Blocker,
     BlockerKind,
     Evidence,
     EvidenceKind,
@@ -336,6 +337,19 @@ def test_a_run_quiet_for_exactly_max_silence_is_silent() -> None:
     just_before = limit - timedelta(microseconds=1)
     assert liveness(packet, just_before) is Liveness.FRESH
     assert not is_due(silent_due(packet), just_before)
+
+
+def test_an_open_silent_worker_blocker_is_never_fresh() -> None:
+    """Whatever the state says, a recorded silence stays silent until it is resolved."""
+    packet = started().now
+    silence = Blocker(id="b1", kind=BlockerKind.WORKER_SILENT, detail="no heartbeat",
+                      opened_at=packet.created_at, opened_by="watchdog")
+    beside = msgspec.structs.replace(packet, state=State.IN_PROGRESS, blockers=(silence,))
+    assert liveness(beside, packet.created_at + timedelta(seconds=1)) is Liveness.SILENT
+    resolved = msgspec.structs.replace(silence, resolved_at=packet.created_at,
+                                       resolved_by="alice", resolution="resumed")
+    after = msgspec.structs.replace(beside, blockers=(resolved,))
+    assert liveness(after, packet.created_at + timedelta(seconds=1)) is Liveness.FRESH
 
 
 # --- the sanitizer: the whole of 172.16.0.0/12 is private -------------------------------

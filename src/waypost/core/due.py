@@ -40,13 +40,13 @@ def last_sign_of_life(packet: Packet) -> datetime:
 
 
 def liveness(packet: Packet, now: datetime) -> Liveness | None:
-    """fresh / late / silent from the last heartbeat; None when not measured. A run
-    blocked as worker_silent is silent until a takeover (resume, or a claim) resolves the
-    blocker: a heartbeat alone does not end a silence the watchdog recorded."""
+    """fresh / late / silent from the last heartbeat; None when not measured. A run with
+    an open worker_silent blocker is silent until a takeover (resume, or a claim) resolves
+    the blocker, whatever its state says: a heartbeat alone does not end a silence the
+    watchdog recorded, and no reader is told `fresh` beside it."""
     if packet.state not in (State.IN_PROGRESS, State.BLOCKED):
         return None
-    if packet.state is State.BLOCKED and any(
-            b.kind is BlockerKind.WORKER_SILENT for b in packet.open_blockers):
+    if any(b.kind is BlockerKind.WORKER_SILENT for b in packet.open_blockers):
         return Liveness.SILENT
     rules = packet.stop_rules
     if rules.heartbeat_interval is None and rules.max_silence is None:

@@ -43,7 +43,7 @@ from waypost.store import Store
 from waypost.usecases import reading, tokens
 from waypost.usecases.artifacts import safe_name
 
-LIST_LIMIT: Final = 1000  # runs on the board, the most recently changed first
+PAGE: Final = 200  # runs on one page of the board, the most recently started first
 ACTIONS: Final = {"review": Operation.REVIEW, "approve": Operation.APPROVE,
                   "changes": Operation.CHANGES, "cancel": Operation.CANCEL,
                   "adopt": Operation.ADOPT_GATE}
@@ -88,17 +88,48 @@ async def _offload(work: Any) -> Any:
 @get("/", sync_to_thread=True)
 def board_page(request: Request[Any, Any, Any], store: StoreDep,
                config: ConfigDep) -> Response[str]:
+    """"Needs you" (the visitor's inbox) on top, then one page of runs grouped by state,
+    filtered by the URL's `owner`, `state`, `worker`, `q`, paged by `before`."""
     who = board_session.visitor(request, store, config)
+    chosen = board_views.filters({k: request.query_params.getall(k, [])
+                                  for k in board_views.FILTERS})
     cursor = store.change_cursor()  # before the read: a change in between is sent again
     now = utcnow()
     scoped = who.grant.run_id if who.grant is not None else None
-    listed = [store.get(scoped)] if scoped else store.list_runs(limit=LIST_LIMIT)
+    if scoped:
+        listed, more = [store.get(scoped)], False
+    else:
+        listed = store.runs_page(before=chosen.before or None, limit=PAGE + 1,
+                                 states=chosen.states(), owner=chosen.owner or None)
+        listed, more = listed[:PAGE], len(listed) > PAGE
     packets = reading.runs(store, _reader(who), _visible(who, listed), config=config.project,
                            now=now)
-    groups = board_views.board(packets, now)
+    groups = board_views.board([p for p in packets if chosen.keeps(p)], now)
     return _html(render("board.html", groups=groups, cursor=cursor, run_id="",
                         visitor=who.label, csrf=who.csrf, error=None,
-                        capped=LIST_LIMIT if len(listed) >= LIST_LIMIT else None))
+                        needs=_needs(store, config, who), filters=chosen,
+                        states=board_views.STATE_ORDER,
+                        older=board_views.older(listed, more, chosen)))
+
+
+def _needs(store: Store, config: ServerConfig, who: Visitor) -> tuple[board_views.Need, ...]:
+    """The visitor's inbox (the API's own use case), each run with an action only where
+    the access rules would let this visitor's token answer it."""
+    if who.grant is None:
+        return ()
+    try:
+        found = operations.inbox(store, who.grant, ack=False, project=config.project)
+    except errors.Refused:
+        return ()
+    may_act = set()
+    for run_id in {i.run_id for i in found.items}:
+        try:
+            packet = store.get(run_id)
+        except errors.NotFound:
+            continue
+        if _allowed_actions(who, packet) - {"adopt"}:
+            may_act.add(run_id)
+    return board_views.needs(found.items, who.grant.holder, may_act)
 
 
 @get("/runs/{run_id:str}", sync_to_thread=True)

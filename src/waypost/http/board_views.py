@@ -10,17 +10,23 @@ unmet from `waypost.core.gates`: nothing here decides a rule.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+import re
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Final
+from urllib.parse import urlencode
 
+from waypost import errors
 from waypost.core import observed
 from waypost.core.gates import current_review, unmet, verdicts
+from waypost.core.inbox import InboxItem, Topic
 from waypost.core.reviewed import shown
 from waypost.display import one_line, printable
 from waypost.durations import format_duration
 from waypost.events import Event
 from waypost.model import TERMINAL, Artifact, Packet, State
+from waypost.usecases.commands import command
 from waypost.usecases.views import ago, event_gist, when
 
 STATE_ORDER = (State.IN_PROGRESS, State.BLOCKED, State.READY_FOR_REVIEW, State.APPROVED,
@@ -28,6 +34,11 @@ STATE_ORDER = (State.IN_PROGRESS, State.BLOCKED, State.READY_FOR_REVIEW, State.A
 OWNER_ACTIONS = ("adopt", "review", "approve", "changes", "cancel")  # what the run page may offer
 TITLE_WIDTH = 120  # characters of a title in a board row
 TIMELINE_GIST = 200  # characters of an event's gist on the run page
+NOTE_WIDTH = 160  # characters of the last note in a board row
+FILTER_WIDTH = 200  # characters of a filter's value at most
+MAX_NEEDS = 50  # runs "needs you" lists at most (the rest: `waypost inbox`)
+FILTERS = ("owner", "state", "worker", "q", "before")
+RUN_ID = re.compile(r"wp_[0-9a-z]{1,61}")
 
 
 def cut(text: str, width: int) -> str:
@@ -58,6 +69,9 @@ class Row:
     delivery_detail: str  # the observed view's whole delivery line
     age: str  # since the run started
     updated: str  # since its last change
+    progress: str = ""  # "40%" when the worker said so
+    note: str = ""  # the worker's last note
+    receipt: str = ""  # the delivery receipt's assurance, once delivered
 
 
 @dataclass(frozen=True)
@@ -85,7 +99,12 @@ def row(packet: Packet, now: datetime) -> Row:
                delivery=observed.short(packet, deliveries),
                delivery_detail=one_line(obs.delivery) if obs else "",
                age=format_duration(max(0.0, (now - packet.created_at).total_seconds())),
-               updated=ago(packet.updated_at, now))
+               updated=ago(packet.updated_at, now),
+               progress=f"{packet.progress.fraction:.0%}"
+               if packet.progress.fraction is not None else "",
+               note=cut(packet.progress.note or "", NOTE_WIDTH),
+               receipt=str(packet.receipt.assurance or "recorded")
+               if packet.receipt is not None else "")
 
 
 def _watch_cell(packet: Packet) -> str:
@@ -104,6 +123,113 @@ def board(packets: Sequence[Packet], now: datetime) -> tuple[Group, ...]:
         by_state.setdefault(packet.state, []).append(row(packet, now))
     return tuple(Group(state=str(s), rows=tuple(by_state[s])) for s in STATE_ORDER
                  if s in by_state)
+
+
+# --- filters: in the URL, so a board can be shared ------------------------------------
+
+
+@dataclass(frozen=True)
+class Filters:
+    owner: str = ""
+    state: str = ""
+    worker: str = ""
+    q: str = ""  # text in the title, as the reader sees it
+    before: str = ""  # the paging cursor: runs started before this run id
+
+    @property
+    def active(self) -> bool:
+        return bool(self.owner or self.state or self.worker or self.q)
+
+    def query(self, **changed: str) -> str:
+        """This board's URL query with `changed` (empty values left out)."""
+        fields = {**{k: getattr(self, k) for k in FILTERS}, **changed}
+        said = urlencode({k: v for k, v in fields.items() if v})
+        return f"?{said}" if said else ""
+
+    def states(self) -> list[State] | None:
+        return [State(self.state)] if self.state else None
+
+    def keeps(self, packet: Packet) -> bool:
+        """The filters the store does not apply (worker, text), over the packet as its
+        reader sees it (a text never finds what the reader's view withholds)."""
+        worker = packet.worker.actor if packet.worker else ""
+        return ((not self.worker or worker == self.worker)
+                and (not self.q or self.q.casefold() in packet.title.casefold()))
+
+
+def filters(params: Mapping[str, Sequence[str]]) -> Filters:
+    """The board's query parameters, decided: each at most once, within its width, a
+    known state, a run id as the cursor (InvalidInput otherwise: a 400 page)."""
+    given: dict[str, str] = {}
+    for key in FILTERS:
+        values = list(params.get(key, ()))
+        if len(values) > 1:
+            raise errors.InvalidInput(f"the filter {key} is given {len(values)} times",
+                                      hint=f"give {key} once")
+        value = values[0].strip() if values else ""
+        if len(value) > FILTER_WIDTH or one_line(value, limit=None) != value:
+            raise errors.InvalidInput(f"the filter {key} is not a short line of text",
+                                      hint=f"at most {FILTER_WIDTH} printable characters")
+        given[key] = value
+    if given["state"] and given["state"] not in {str(s) for s in STATE_ORDER}:
+        raise errors.InvalidInput(f"no state is called {given['state']!r}",
+                                  hint=", ".join(str(s) for s in STATE_ORDER))
+    if given["before"] and not RUN_ID.fullmatch(given["before"]):
+        raise errors.InvalidInput("the page cursor is not a run id",
+                                  hint="follow the board's own 'older runs' link")
+    return Filters(**given)
+
+
+# --- "needs you": the visitor's inbox, on top -------------------------------------------
+
+
+@dataclass(frozen=True)
+class Need:
+    run_id: str
+    title: str
+    topic: str  # the inbox's topic (core.inbox)
+    detail: str
+    at: str
+    action: str  # the one thing to do, in words ("" when this visitor may not act)
+    href: str  # where it is done on the board
+    command: str  # or in a terminal
+
+
+NEED_ACTIONS: Final = {  # topic: (words, the run page's section, the command's verb)
+    Topic.READY_FOR_REVIEW: ("review the result", "actions", "review"),
+    Topic.BLOCKED: ("resolve the blocker", "actions", "unblock"),
+    Topic.SILENT: ("look at the silent worker", "run", "read"),
+    Topic.NUDGED: ("look at the reminder", "run", "read"),
+    Topic.DELIVERED: ("read the receipt", "run", "read"),
+    Topic.DELIVERY_FAILED: ("look at the failed delivery", "run", "read"),
+    Topic.CANCELLED: ("read why it stopped", "run", "read"),
+}
+
+
+def needs(items: Iterable[InboxItem], reader: str, may_act: Collection[str]) -> tuple[Need, ...]:
+    """The inbox's items as "needs you" rows: the latest item of each run, newest first,
+    each with its action where the visitor may act on that run (`may_act`: the run ids the
+    access rules let it answer; a viewer's are none)."""
+    latest: dict[str, InboxItem] = {}
+    for item in items:
+        latest[item.run_id] = item
+    chosen = sorted(latest.values(), key=lambda i: i.at, reverse=True)[:MAX_NEEDS]
+    shown = []
+    for item in chosen:
+        words, section, verb = NEED_ACTIONS[item.topic]
+        acts = item.run_id in may_act
+        shown.append(Need(
+            run_id=item.run_id, title=cut(item.title or item.run_id, TITLE_WIDTH),
+            topic=str(item.topic).replace("_", " "), detail=cut(item.detail, NOTE_WIDTH),
+            at=when(item.at), action=words if acts else "",
+            href=f"/runs/{item.run_id}#{section}",
+            command=command(errors.step(verb, item.run_id, actor=reader)) if acts else ""))
+    return tuple(shown)
+
+
+def older(packets: Sequence[Packet], more: bool, now_filters: Filters) -> str:
+    """The next page's query ("" on the last page)."""
+    return now_filters.query(before=packets[-1].id) if more and packets else ""
 
 
 # --- the run page ----------------------------------------------------------------------
