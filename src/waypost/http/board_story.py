@@ -121,7 +121,8 @@ def sentence(event: Event) -> tuple[str, str]:
 
 # --- Markdown, safely ----------------------------------------------------------------
 
-_LINK = re.compile(r"\[([^\]\n]{1,300})\]\((https?://[^\s()]{1,2000})\)")
+# a link; an image's `![alt](url)` stays text: nothing is fetched from elsewhere
+_LINK = re.compile(r"(?<!!)\[([^\]\n]{1,300})\]\((https?://[^\s()]{1,2000})\)")
 _CODE = re.compile(r"`([^`\n]{1,500})`")
 _STRONG = re.compile(r"\*\*([^*\n]{1,500})\*\*")
 _EM = re.compile(r"(?<![*\w])\*([^*\n]{1,500})\*(?!\*)")
