@@ -27,7 +27,7 @@ from waypost.store import open_store
 from waypost.usecases import tokens
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Browser, Page
+    from playwright.sync_api import Browser, Dialog, Page
 
 WAIT_MS = 20_000
 LOG = "printf '<script>alert(1)</script>\\n\\033[31mRED\\033[0m done\\n'"
@@ -142,7 +142,12 @@ def test_hostile_markdown_is_previewed_inert_and_the_image_shows(browser: Browse
 
     page = _owner_page(browser, scene)
     dialogs: list[str] = []
-    page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+
+    def dismissed(dialog: Dialog) -> None:
+        dialogs.append(dialog.message)
+        dialog.dismiss()
+
+    page.on("dialog", dismissed)
     page.goto(f"{scene.server.url}/runs/{scene.ready}")
     preview = page.locator("details.preview-markdown .markdown")
     expect(preview.locator("h3")).to_have_text("Findings")
