@@ -31,8 +31,9 @@ if TYPE_CHECKING:
 
 WAIT_MS = 20_000
 LOG = "printf '<script>alert(1)</script>\\n\\033[31mRED\\033[0m done\\n'"
-HOSTILE_MD = ("# Findings\n\n[click me](javascript:alert(1)) and [the docs](https://example.com/d)"
-              "\n\n<img src=x onerror=alert(2)> <script>alert(3)</script>\n\n"
+HOSTILE_MD = ("# Findings\n\n[click me](javascript:alert(1)), [run it](javascript:void0) and "
+              "[the docs](https://example.com/d)\n\n<img src=x onerror=alert(2)> "
+              "<script>alert(3)</script>\n\n"
               "![tracker](https://evil.example/p.png)\n\n- **fixed** the race\n")
 PNG = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==")
