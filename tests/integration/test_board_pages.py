@@ -157,3 +157,27 @@ def test_a_delivered_runs_page_says_how_strong_once_was(tmp_path: Path) -> None:
         assert store.get(run_id).state.value == "delivered"
         page = _page(store, run_id, set())
     assert "assurance idempotent" in page
+
+
+def test_the_run_page_shows_the_latest_events_and_pages_back_by_cursor(tmp_path: Path) -> None:
+    """A long history renders its latest events as sentences, with a "show earlier" link
+    whose cursor pages back to the rest."""
+    with _store(tmp_path) as store:
+        run, _ = waypost.start(store, "Long", actor="alice", owner="alice", target="none:")
+        worker = waypost.Run(store, run.id, actor="worker-1")
+        worker.claim()
+        for i in range(board_views.TIMELINE_EVENTS + 50):
+            worker.heartbeat(note=f"step {i}")
+        events, now = store.events(run.id), utcnow()
+        packet = observe_run(store, store.get(run.id), now)
+        latest = board_views.run_page(packet, events, now)
+    assert len(latest.timeline) == board_views.TIMELINE_EVENTS
+    assert latest.timeline[-1].said == f"worker-1 checked in: step {len(events) - 3}"
+    assert latest.earlier == latest.timeline[0].seq
+    page = render("run.html", page=latest, cursor=1, run_id=run.id, visitor="v", csrf="c",
+                  error=None)
+    assert f'href="/runs/{run.id}?before={latest.earlier}">show earlier' in page
+    rest = board_views.run_page(packet, events, now, before=latest.earlier)
+    assert [m.seq for m in rest.timeline] == list(range(1, latest.earlier))
+    assert rest.timeline[0].said.startswith("alice started “Long” for alice")
+    assert rest.earlier is None

@@ -31,6 +31,7 @@ STATE_ORDER = (State.IN_PROGRESS, State.BLOCKED, State.READY_FOR_REVIEW, State.A
 OWNER_ACTIONS = ("unblock", "adopt", "review", "approve", "changes", "transfer", "cancel")
 TITLE_WIDTH = 120  # characters of a title in a board row
 TIMELINE_EVENTS = 200  # events on the run page at once; "show earlier" pages back
+EVIDENCE_SHOWN = 100  # the latest evidence items on the run page (the API lists them all)
 
 
 def cut(text: str, width: int) -> str:
@@ -187,6 +188,7 @@ class RunPage:
     timeline: tuple[Moment, ...]
     artifacts: tuple[ArtifactView, ...]
     evidence: tuple[EvidenceView, ...]
+    evidence_hidden: int  # older items not shown
     gates: tuple[GateView, ...]
     blockers: tuple[BlockerView, ...]
     change_requests: tuple[str, ...]
@@ -228,7 +230,8 @@ def run_page(packet: Packet, events: Sequence[Event], now: datetime,
             recorded=f"{one_line(e.recorded_by)}, {when(e.recorded_at)}",
             badge=badge(str(e.assurance)), output_tail=printable(e.output_tail or ""),
             has_log=downloads and e.log_sha256 is not None)
-            for e in packet.evidence),
+            for e in packet.evidence[-EVIDENCE_SHOWN:]),
+        evidence_hidden=max(0, len(packet.evidence) - EVIDENCE_SHOWN),
         gates=_gates(packet),
         blockers=tuple(BlockerView(
             id=b.id, kind=str(b.kind), detail=printable(b.detail), open=b.is_open,
