@@ -46,10 +46,11 @@ class Scene:
     ready: str  # ready for review, with evidence, artifacts and an image
     blocked: str  # blocked on the owner's missing input
     owner_token: str
+    viewer_token: str
     shots: Path
 
 
-def _runs(store_url: str) -> tuple[str, str, str]:
+def _runs(store_url: str) -> tuple[str, str, str, str]:
     with open_store(store_url) as store:
         run, _ = waypost.start(store, "Fix the <flaky> login test", actor="alice",
                                owner="alice", target="none:", kind=waypost.Kind.LONG_RUNNING,
@@ -73,7 +74,9 @@ def _runs(store_url: str) -> tuple[str, str, str]:
         second.block(BlockerKind.MISSING_INPUT, "which staging region?")
         owner_token, _ = tokens.issue(store, holder="alice", role="owner", run_id=None,
                                       ttl=None, by="test")
-    return run.id, other.id, owner_token
+        viewer_token, _ = tokens.issue(store, holder="vic", role="viewer", run_id=None,
+                                       ttl=None, by="test")
+    return run.id, other.id, owner_token, viewer_token
 
 
 @pytest.fixture(scope="module")
@@ -81,13 +84,13 @@ def scene(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scene]:
     _require_browser()
     tmp = tmp_path_factory.mktemp("run-page")
     url = f"sqlite:///{tmp / 'store.db'}"
-    ready, blocked, owner_token = _runs(url)
+    ready, blocked, owner_token, viewer_token = _runs(url)
     shots = Path(os.environ.get("WAYPOST_SCREENSHOTS") or tmp / "screenshots")
     print(f"\nscreenshots: {shots}")
     server = Server(url, log=tmp / "serve.log").start()
     try:
         yield Scene(server=server, store_url=url, ready=ready, blocked=blocked,
-                    owner_token=owner_token, shots=shots)
+                    owner_token=owner_token, viewer_token=viewer_token, shots=shots)
     finally:
         server.stop()
 
@@ -105,9 +108,9 @@ def browser(scene: Scene) -> Iterator[Browser]:
 
 
 def _owner_page(browser: Browser, scene: Scene, *, script: bool = True,
-                **options: Any) -> Page:
+                token: str | None = None, **options: Any) -> Page:
     context = browser.new_context(java_script_enabled=script, **options)
-    context.add_cookies([{"name": "waypost_token", "value": scene.owner_token,
+    context.add_cookies([{"name": "waypost_token", "value": token or scene.owner_token,
                           "url": scene.server.url}])
     page = context.new_page()
     page.set_default_timeout(WAIT_MS)
@@ -134,7 +137,18 @@ def test_the_evidence_log_opens_without_script_and_shows_as_text(browser: Browse
     assert page.locator("script").count() == 0
     assert "<script>alert(1)</script>" in page.inner_text("body")
     assert "\x1b" not in page.content()
+    log_url = page.url
     page.context.close()
+
+    viewer = _owner_page(browser, scene, script=False, token=scene.viewer_token)
+    viewer.goto(f"{scene.server.url}/runs/{scene.ready}")  # the public view: no output, log
+    expect(viewer.locator("ul.evidence .badge")).to_have_text("ran here")
+    assert viewer.locator("pre.output, a.log, details.preview").count() == 0
+    refused = viewer.goto(log_url)
+    assert refused is not None
+    assert refused.status == 403
+    expect(viewer.locator("body")).not_to_contain_text("RED")
+    viewer.context.close()
 
 
 def test_hostile_markdown_is_previewed_inert_and_the_image_shows(browser: Browser,
