@@ -18,6 +18,7 @@ from typing import Final
 from markupsafe import Markup
 
 from waypost.core.reviewed import short
+from waypost.core.sanitize import WITHHELD
 from waypost.display import one_line, printable
 from waypost.events import (
     Approved,
@@ -84,9 +85,9 @@ def sentence(event: Event) -> tuple[str, str]:
         e = d.evidence
         return f"{who} recorded evidence {e.id}: {e.verdict}, {badge(str(e.assurance))}: " \
                f"{_q(e.summary)}", "plain"
-    if isinstance(d, MarkedReady):
-        return f"{who} marked it ready for review: {_q(d.public_summary or d.summary)}", \
-            "note"
+    if isinstance(d, MarkedReady):  # the summary, unless withheld from this reader
+        said = (d.public_summary or "") if d.summary == WITHHELD else d.summary
+        return f"{who} marked it ready for review: {_q(said)}", "note"
     if isinstance(d, ChangesRequested):
         return f"{who} asked for changes: {_q(d.reason)}", "answer"
     if isinstance(d, AuthorityTransferred):
