@@ -4,6 +4,7 @@ action, and every column reads the observed view."""
 
 from __future__ import annotations
 
+import contextlib
 import html
 import re
 from datetime import timedelta
@@ -14,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import waypost
+from tests import pg
 from waypost.durations import utcnow
 from waypost.http import board_views
 from waypost.http.board_render import render
@@ -157,6 +159,28 @@ def test_a_delivered_runs_page_says_how_strong_once_was(tmp_path: Path) -> None:
         assert store.get(run_id).state.value == "delivered"
         page = _page(store, run_id, set())
     assert "assurance idempotent" in page
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_a_window_of_events_is_the_stretch_of_the_whole_history(backend: str,
+                                                                 tmp_path: Path) -> None:
+    with contextlib.ExitStack() as stack:
+        url = (stack.enter_context(pg.fresh_schema()) if backend == "postgres"
+               else str(tmp_path / "board.db"))
+        store = stack.enter_context(open_store(url))
+        run, _ = waypost.start(store, "Long", actor="alice", owner="alice", target="none:")
+        worker = waypost.Run(store, run.id, actor="worker-1")
+        worker.claim()
+        for i in range(30):
+            worker.heartbeat(note=f"step {i}")
+        worker.block(BlockerKind.OTHER, "the staging server refuses connections")
+        whole = store.events(run.id)
+        assert store.events_window(run.id, limit=5) == whole[-5:]
+        assert store.events_window(run.id, before=10, limit=4) == whole[5:9]
+        assert store.events_window(run.id, before=3, limit=100) == whole[:2]
+        assert store.events_window(run.id, limit=9, types=("blocker_opened", "claimed")) == [
+            e for e in whole if e.type in ("blocker_opened", "claimed")]
+        assert store.events_window("wp_unknown", limit=5) == []
 
 
 def test_the_run_page_shows_the_latest_events_and_pages_back_by_cursor(tmp_path: Path) -> None:

@@ -121,10 +121,13 @@ def _run_html(store: Store, config: ServerConfig, who: Visitor, run_id: str,
     stored = reading.readable(store, reader, run_id)
     [packet] = reading.runs(store, reader, [stored], config=config.project)
     now = packet.observed.as_of if packet.observed else utcnow()
-    events = reading.events(store, reader, run_id, config=config.project)
+    events = reading.events_window(store, reader, run_id, before=before,
+                                   limit=board_views.TIMELINE_EVENTS + 1, config=config.project)
+    versions = reading.events_window(store, reader, run_id, limit=previews.VERSIONS,
+                                     types=("artifact_recorded",), config=config.project)
     page = board_views.run_page(packet, events, now, actions=_allowed_actions(who, packet),
                                 downloads=reading.sees_all(reader, stored), before=before,
-                                previews=previews.previews(store, reader, packet, events))
+                                previews=previews.previews(store, reader, packet, versions))
     return render("run.html", page=page, cursor=cursor, run_id=packet.id, visitor=who.label,
                   csrf=who.csrf, error=error_shown(error) if error else None)
 

@@ -24,6 +24,7 @@ from waypost.store.base import Store
 PREVIEW_BYTES: Final = 64 * 1024  # of a text artifact shown in the page
 DIFF_BYTES: Final = 256 * 1024  # each side of a diff, at most
 DIFF_LINES: Final = 400  # of a diff shown
+VERSIONS: Final = 1000  # the latest recorded artifacts searched for a previous version
 LOG_BYTES: Final = 4 * 1024 * 1024  # of an evidence log sent (its end: the log keeps its end)
 IMAGES: Final = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 TEXTS: Final = {".md": "markdown", ".markdown": "markdown", ".json": "json", ".txt": "text",
@@ -62,7 +63,8 @@ def kind_of(artifact: Artifact) -> str:
 def previews(store: Store, caller: Caller | None, packet: Packet,
              events: Sequence[Event]) -> list[Preview]:
     """Each stored artifact of `packet` as `caller` may preview it (none for a reader of the
-    public view). `events` are the run's: they name each earlier version."""
+    public view). `events` are the run's (its latest `artifact_recorded` ones will do): they
+    name each earlier version."""
     if readers.sight(caller, packet) is not readers.Sight.ALL:
         return []
     shown = []
