@@ -26,6 +26,7 @@ from bench import (
     http_api,
     pending,
     report,
+    run_page,
     scan,
     serve_bounds,
     serve_load,
@@ -90,6 +91,7 @@ STEPS: dict[str, Step] = {
     "bounds": lambda d, b: serve_bounds.run(d, rounds=b.writer_rounds,
                                             seconds=b.writer_seconds),
     "waiters": lambda d, b: waiters.run(d, rounds=b.writer_rounds, seconds=b.writer_seconds),
+    "runpage": lambda d, b: run_page.run(d, rounds=b.board_rounds, events=b.bundle_events),
     "bundle": lambda d, b: bundle.run(d, rounds=b.bundle_rounds, events=b.bundle_events,
                                       blob_mb=b.bundle_mb),
 }

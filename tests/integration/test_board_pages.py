@@ -4,6 +4,7 @@ action, and every column reads the observed view."""
 
 from __future__ import annotations
 
+import contextlib
 import html
 import re
 from datetime import timedelta
@@ -15,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import waypost
+from tests import pg
 from tests.http_support import issue, serving
 from waypost.durations import utcnow
 from waypost.errors import InvalidInput
@@ -203,3 +205,47 @@ def test_the_board_pages_by_the_url_and_keeps_its_filters(
             page = html.unescape(older.group(1))
             assert "owner=alice" in page
     assert seen == started[::-1]
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_a_window_of_events_is_the_stretch_of_the_whole_history(backend: str,
+                                                                 tmp_path: Path) -> None:
+    with contextlib.ExitStack() as stack:
+        url = (stack.enter_context(pg.fresh_schema()) if backend == "postgres"
+               else str(tmp_path / "board.db"))
+        store = stack.enter_context(open_store(url))
+        run, _ = waypost.start(store, "Long", actor="alice", owner="alice", target="none:")
+        worker = waypost.Run(store, run.id, actor="worker-1")
+        worker.claim()
+        for i in range(30):
+            worker.heartbeat(note=f"step {i}")
+        worker.block(BlockerKind.OTHER, "the staging server refuses connections")
+        whole = store.events(run.id)
+        assert store.events_window(run.id, limit=5) == whole[-5:]
+        assert store.events_window(run.id, before=10, limit=4) == whole[5:9]
+        assert store.events_window(run.id, before=3, limit=100) == whole[:2]
+        assert store.events_window(run.id, limit=9, types=("blocker_opened", "claimed")) == [
+            e for e in whole if e.type in ("blocker_opened", "claimed")]
+        assert store.events_window("wp_unknown", limit=5) == []
+
+
+def test_the_run_page_shows_the_latest_events_and_pages_back_by_cursor(tmp_path: Path) -> None:
+    """A long history renders its latest events as sentences, with a "show earlier" link
+    whose cursor pages back to the rest."""
+    with _store(tmp_path) as store:
+        run, _ = waypost.start(store, "Long", actor="alice", owner="alice", target="none:")
+        worker = waypost.Run(store, run.id, actor="worker-1")
+        worker.claim()
+        for i in range(board_views.TIMELINE_EVENTS + 50):
+            worker.heartbeat(note=f"step {i}")
+        events, now = store.events(run.id), utcnow()
+        packet = observe_run(store, store.get(run.id), now)
+        latest = board_views.run_page(packet, events, now)
+    assert len(latest.timeline) == board_views.TIMELINE_EVENTS
+    assert latest.timeline[-1].said == f"worker-1 checked in: step {len(events) - 3}"
+    assert latest.earlier == latest.timeline[0].seq
+    page = render("run.html", page=latest, cursor=1, run_id=run.id, visitor="v", csrf="c",
+                  error=None)
+    assert f'href="/runs/{run.id}?before={latest.earlier}">show earlier' in page
+    rest = board_views.run_page(packet, events, now, before=latest.earlier)
+    assert [m.seq for m in rest.timeline] == list(range(1, latest.earlier))
+    assert rest.timeline[0].said.startswith("alice started “Long” for alice")
+    assert rest.earlier is None

@@ -308,6 +308,14 @@ class BoardDoor(WebDoor):
     def adopt_gate(self, call: Call) -> Cls:
         return self._act(call, "adopt", {"gate": gate_name(call)})
 
+    def unblock(self, call: Call) -> Cls:
+        return self._act(call, "unblock", {"blocker": blocker(call),
+                                           "resolution": "resolved it"})
+
+    def transfer(self, call: Call) -> Cls:
+        authority, to = transfer(call)
+        return self._act(call, "transfer", {"authority": authority, "to": to})
+
     def read(self, call: Call) -> Cls:
         """The run page; of a `private` run, also its artifact's download link."""
         with self._client(call) as client:

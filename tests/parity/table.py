@@ -55,7 +55,7 @@ OFFERS: Final[Mapping[Door, frozenset[Op]]] = {
     Door.MCP_HTTP: MCP_OPS,
     Door.HTTP: WRITES | {Op.START, Op.READ, Op.LIST, Op.WAIT, Op.INBOX},
     Door.BOARD: frozenset({Op.REVIEW, Op.APPROVE, Op.CHANGES, Op.CANCEL, Op.ADOPT_GATE,
-                           Op.READ, Op.LIST}),
+                           Op.UNBLOCK, Op.TRANSFER, Op.READ, Op.LIST}),
     Door.HOOK_CLI: frozenset({Op.STOP}),
     Door.HOOK_HTTP: frozenset({Op.STOP}),
     Door.SLACK: frozenset({Op.REVIEW, Op.APPROVE, Op.CHANGES, Op.CANCEL}),

@@ -10,6 +10,7 @@ in one place, `waypost.http.errors`). `waypost serve` starts it (`waypost.http.a
     edge.py          the token routes' guard: token, media type, size and nesting first
     deps.py          the handlers' dependencies
     board.py board_views.py board_render.py board_session.py   the web board
+    board_story.py   the run page's words: events as sentences, badges, safe Markdown
     board_links.py   an emailed link's page, its one use, and its session's end
     stream.py        the board's live feed (server-sent events)
     github_hooks.py  GitHub's webhook: `/waypost` commands on a run's thread, signed

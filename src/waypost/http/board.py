@@ -31,6 +31,7 @@ from litestar.types import ControllerRouterHandler
 from waypost import errors
 from waypost.core import access
 from waypost.core.access import Operation
+from waypost.display import printable
 from waypost.durations import utcnow
 from waypost.http import board_links, board_session, board_views, operations, shapes, stream
 from waypost.http.board_render import HEADERS, STATIC, error_shown, render
@@ -40,13 +41,14 @@ from waypost.http.errors import status_of
 from waypost.http.settings import ServerConfig
 from waypost.model import Grant, Packet, Role
 from waypost.store import Store
-from waypost.usecases import reading, tokens
+from waypost.usecases import previews, reading, tokens
 from waypost.usecases.artifacts import safe_name
 
 PAGE: Final = 200  # runs on one page of the board, the most recently started first
 ACTIONS: Final = {"review": Operation.REVIEW, "approve": Operation.APPROVE,
                   "changes": Operation.CHANGES, "cancel": Operation.CANCEL,
-                  "adopt": Operation.ADOPT_GATE}
+                  "adopt": Operation.ADOPT_GATE, "unblock": Operation.UNBLOCK,
+                  "transfer": Operation.TRANSFER}
 FormData = dict[str, list[str]]
 BodyT = TypeVar("BodyT")
 # the open board's anonymous visitor (`waypost serve --open`), as the read model knows it
@@ -56,6 +58,10 @@ RunId = Annotated[str, PathParameter(max_length=64, description="The run's id (w
 ArtifactName = Annotated[str, PathParameter(max_length=1000)]
 Action = Annotated[str, PathParameter(max_length=40)]
 NextPage = Annotated[str | None, QueryParameter(name="next", max_length=100)]
+Before = Annotated[int | None, QueryParameter(
+    ge=1, description="Show the run's events before this one (the \"show earlier\" link).")]
+Inline = Annotated[bool, QueryParameter(description="Show an image in the page.")]
+EvidenceId = Annotated[str, PathParameter(max_length=64)]
 After = Annotated[str | None, QueryParameter(
     max_length=40, description="The change cursor the page was rendered at (a reconnect "
     "sends Last-Event-ID instead, which wins).")]
@@ -63,7 +69,7 @@ After = Annotated[str | None, QueryParameter(
 
 def handlers(config: ServerConfig) -> list[ControllerRouterHandler]:
     pages = Router(path="/", route_handlers=[
-        board_page, run_page, artifact, sign_in_form, sign_in, sign_out, act,
+        board_page, run_page, artifact, evidence_log, sign_in_form, sign_in, sign_out, act,
         board_links.link_page, board_links.use_link],
         exception_handlers={SignIn: _to_sign_in,
                             errors.WaypostError: _error_page},
@@ -134,36 +140,57 @@ def _needs(store: Store, config: ServerConfig, who: Visitor) -> tuple[board_view
 
 @get("/runs/{run_id:str}", sync_to_thread=True)
 def run_page(request: Request[Any, Any, Any], store: StoreDep, config: ConfigDep,
-             run_id: RunId) -> Response[str]:
+             run_id: RunId, before: Before = None) -> Response[str]:
     who = board_session.visitor(request, store, config)
-    return _html(_run_html(store, config, who, run_id))
+    return _html(_run_html(store, config, who, run_id, before=before))
 
 
 def _run_html(store: Store, config: ServerConfig, who: Visitor, run_id: str,
-              error: errors.WaypostError | None = None) -> str:
+              error: errors.WaypostError | None = None, before: int | None = None) -> str:
     cursor = store.change_cursor()
     reader = _reader(who)
     stored = reading.readable(store, reader, run_id)
     [packet] = reading.runs(store, reader, [stored], config=config.project)
     now = packet.observed.as_of if packet.observed else utcnow()
-    page = board_views.run_page(packet,
-                                reading.events(store, reader, run_id, config=config.project),
-                                now, actions=_allowed_actions(who, packet),
-                                downloads=reading.sees_all(reader, stored))
+    events = reading.events_window(store, reader, run_id, before=before,
+                                   limit=board_views.TIMELINE_EVENTS + 1, config=config.project)
+    versions = reading.events_window(store, reader, run_id, limit=previews.VERSIONS,
+                                     types=("artifact_recorded",), config=config.project)
+    page = board_views.run_page(packet, events, now, actions=_allowed_actions(who, packet),
+                                downloads=reading.sees_all(reader, stored), before=before,
+                                previews=previews.previews(store, reader, packet, versions))
     return render("run.html", page=page, cursor=cursor, run_id=packet.id, visitor=who.label,
                   csrf=who.csrf, error=error_shown(error) if error else None)
 
 
 @get("/runs/{run_id:str}/artifacts/{name:str}", sync_to_thread=True)
 def artifact(request: Request[Any, Any, Any], store: StoreDep, config: ConfigDep,
-             run_id: RunId, name: ArtifactName) -> Response[bytes]:
-    """The stored bytes as a download, never shown inline (they are someone's input)."""
+             run_id: RunId, name: ArtifactName, inline: Inline = False) -> Response[bytes]:
+    """The stored bytes as a download; `inline`: a raster image shown in the page with its
+    media type (the page's policy forbids any script). Anything else is never inline."""
     who = board_session.visitor(request, store, config)
     found, data = reading.artifact(store, _reader(who), run_id, name)
+    typed = previews.media_type(found)
+    if inline and typed in previews.IMAGES:
+        return Response(data, media_type=typed, headers={**HEADERS, "Content-Disposition":
+                                                         "inline"})
     disposition = (f'attachment; filename="{safe_name(found.name)}"; '
                    f"filename*=UTF-8''{quote(found.name, safe='')}")
     return Response(data, media_type="application/octet-stream",
                     headers={**HEADERS, "Content-Disposition": disposition})
+
+
+@get("/runs/{run_id:str}/evidence/{evidence_id:str}/log", sync_to_thread=True)
+def evidence_log(request: Request[Any, Any, Any], store: StoreDep, config: ConfigDep,
+                 run_id: RunId, evidence_id: EvidenceId) -> Response[str]:
+    """An evidence item's full log (its end, bounded) as plain text: every control
+    character shown as text (a terminal escape cannot recolour or rewrite it), never HTML."""
+    who = board_session.visitor(request, store, config)
+    reader = _reader(who)
+    data = previews.evidence_log(store, reader, reading.readable(store, reader, run_id),
+                                 evidence_id)
+    return Response(printable(data.decode("utf-8", errors="replace"), limit=None),
+                    media_type="text/plain; charset=utf-8", headers=HEADERS)
 
 
 def _reader(who: Visitor) -> access.Caller:
@@ -185,7 +212,7 @@ def _allowed_actions(who: Visitor, packet: Packet) -> set[str]:
     for name, operation in ACTIONS.items():
         try:
             access.check_operation(who.grant, operation, packet)
-        except errors.Refused:
+        except (errors.Refused, errors.NotFound):  # a worker's unblock names its blocker
             continue
         allowed.add(name)
     return allowed
@@ -250,7 +277,8 @@ def perform(store: StoreDep, config: ConfigDep, who: Visitor, run_id: str, actio
     operation = ACTIONS.get(action)
     if operation is None:
         raise errors.NotFound(f"the board has no action {action[:40]!r}",
-                              hint="review, approve, changes, cancel or adopt")
+                              hint="review, approve, changes, cancel, adopt, unblock or "
+                              "transfer")
     if who.grant is None:
         raise errors.NotAuthorized("the open board is read only", hint="sign in with a token")
     if operation is Operation.REVIEW:
@@ -265,6 +293,14 @@ def perform(store: StoreDep, config: ConfigDep, who: Visitor, run_id: str, actio
         operations.changes(store, who.grant, run_id, _body(
             {"reason": _one(fields, "reason") or "", "reviewed": _reviewed(fields)},
             shapes.ChangesBody))
+    elif operation is Operation.UNBLOCK:
+        operations.unblock(store, who.grant, run_id, _body(
+            {"blocker": _one(fields, "blocker") or "",
+             "resolution": _one(fields, "resolution") or ""}, shapes.UnblockBody))
+    elif operation is Operation.TRANSFER:
+        operations.transfer(store, who.grant, run_id, _body(
+            {"authority": _one(fields, "authority") or "", "to": _one(fields, "to") or ""},
+            shapes.TransferBody))
     else:
         body = _body({"reason": _one(fields, "reason") or ""}, shapes.ReasonBody)
         operations.cancel(store, who.grant, run_id, body)

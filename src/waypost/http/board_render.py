@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from markupsafe import Markup
 
 from waypost.display import printable
 from waypost.errors import Step, WaypostError
@@ -31,7 +32,10 @@ HEADERS: Final = {
 
 def _shown(value: Any) -> Any:
     """Every string a page prints, whatever its source (an error message quotes input too):
-    no control character or bidirectional override reaches the browser; then autoescape."""
+    no control character or bidirectional override reaches the browser; then autoescape.
+    Markup (`board_story.markdown`) was built from such text, escaped, and stays as it is."""
+    if isinstance(value, Markup):
+        return value
     return printable(value) if isinstance(value, str) else value
 
 

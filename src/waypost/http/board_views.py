@@ -25,20 +25,24 @@ from waypost.core.reviewed import shown
 from waypost.display import one_line, printable
 from waypost.durations import format_duration
 from waypost.events import Event
+from waypost.http.board_story import PreviewView, badge, preview_view, sentence
 from waypost.model import TERMINAL, Artifact, Packet, State
 from waypost.usecases.commands import command
-from waypost.usecases.views import ago, event_gist, when
+from waypost.usecases.previews import Preview
+from waypost.usecases.views import ago, when
 
 STATE_ORDER = (State.IN_PROGRESS, State.BLOCKED, State.READY_FOR_REVIEW, State.APPROVED,
                State.DELIVERED, State.CANCELLED)
-OWNER_ACTIONS = ("adopt", "review", "approve", "changes", "cancel")  # what the run page may offer
+# what the run page may offer
+OWNER_ACTIONS = ("unblock", "adopt", "review", "approve", "changes", "transfer", "cancel")
 TITLE_WIDTH = 120  # characters of a title in a board row
-TIMELINE_GIST = 200  # characters of an event's gist on the run page
 NOTE_WIDTH = 160  # characters of the last note in a board row
 FILTER_WIDTH = 200  # characters of a filter's value at most
 MAX_NEEDS = 50  # runs "needs you" lists at most (the rest: `waypost inbox`)
 FILTERS = ("owner", "state", "worker", "q", "before")
 RUN_ID = re.compile(r"wp_[0-9a-z]{1,61}")
+TIMELINE_EVENTS = 200  # events on the run page at once; "show earlier" pages back
+EVIDENCE_SHOWN = 100  # the latest evidence items on the run page (the API lists them all)
 
 
 def cut(text: str, width: int) -> str:
@@ -241,7 +245,8 @@ class Moment:
     at: str
     actor: str
     type: str
-    gist: str
+    said: str  # the event as a sentence (`board_story`)
+    tone: str  # note / blocker / answer / plain
 
 
 @dataclass(frozen=True)
@@ -268,6 +273,9 @@ class EvidenceView:
     exit_code: str
     gate: str
     recorded: str
+    badge: str  # its assurance in people's words: ran here / reported / re-checked by the owner
+    output_tail: str  # the end of its output, for a reader who sees everything
+    has_log: bool  # its full log is stored and this reader may fetch it
 
 
 @dataclass(frozen=True)
@@ -306,6 +314,7 @@ class RunPage:
     timeline: tuple[Moment, ...]
     artifacts: tuple[ArtifactView, ...]
     evidence: tuple[EvidenceView, ...]
+    evidence_hidden: int  # older items not shown
     gates: tuple[GateView, ...]
     blockers: tuple[BlockerView, ...]
     change_requests: tuple[str, ...]
@@ -314,15 +323,19 @@ class RunPage:
     downloads: bool = True  # the visitor may fetch stored artifacts (`usecases.reading`)
     reviewed: str = ""  # the result's reviewed-result digest, which the answer forms carry
     approved: str = ""  # the digest the approval bound
+    earlier: int | None = None  # the cursor of the "show earlier" link: older events exist
+    previews: tuple[PreviewView, ...] = ()  # the stored artifacts as this reader sees them
 
 
 def run_page(packet: Packet, events: Sequence[Event], now: datetime,
-             actions: Collection[str] = (), *, downloads: bool = True) -> RunPage:
+             actions: Collection[str] = (), *, downloads: bool = True,
+             before: int | None = None, previews: Sequence[Preview] = ()) -> RunPage:
     """The run page: `actions` are the owner actions the visitor's token allows (decided by
     the access rules, not here), narrowed to what the run's state makes possible; the
     packet and events are as the visitor may see them (`usecases.reading`), and
     `downloads` whether it may fetch the stored artifacts."""
     result = packet.result
+    latest, earlier = window(events, before)
     return RunPage(
         row=row(packet, now), target=one_line(packet.target), outcome=_outcome(packet),
         public_summary=printable(result.public_summary) if result and result.public_summary
@@ -331,7 +344,8 @@ def run_page(packet: Packet, events: Sequence[Event], now: datetime,
         progress=f"{packet.progress.fraction:.0%}" if packet.progress.fraction is not None
         else "",
         timeline=tuple(Moment(seq=e.seq, at=when(e.at), actor=one_line(e.actor), type=e.type,
-                              gist=cut(event_gist(e.data), TIMELINE_GIST)) for e in events),
+                              said=said, tone=tone)
+                       for e in latest for said, tone in [sentence(e)]),
         artifacts=tuple(_artifact(a) for a in packet.artifacts),
         evidence=tuple(EvidenceView(
             id=e.id, kind=str(e.kind), verdict=str(e.verdict), assurance=str(e.assurance),
@@ -339,8 +353,11 @@ def run_page(packet: Packet, events: Sequence[Event], now: datetime,
             command=one_line(e.command or ""),
             exit_code="" if e.exit_code is None else str(e.exit_code),
             gate=one_line(e.gate or ""),
-            recorded=f"{one_line(e.recorded_by)}, {when(e.recorded_at)}")
-            for e in packet.evidence),
+            recorded=f"{one_line(e.recorded_by)}, {when(e.recorded_at)}",
+            badge=badge(str(e.assurance)), output_tail=printable(e.output_tail or ""),
+            has_log=downloads and e.log_sha256 is not None)
+            for e in packet.evidence[-EVIDENCE_SHOWN:]),
+        evidence_hidden=max(0, len(packet.evidence) - EVIDENCE_SHOWN),
         gates=_gates(packet),
         blockers=tuple(BlockerView(
             id=b.id, kind=str(b.kind), detail=printable(b.detail), open=b.is_open,
@@ -353,18 +370,30 @@ def run_page(packet: Packet, events: Sequence[Event], now: datetime,
                       (packet.approval.waivers if packet.approval else ())),
         actions=possible(packet, actions), downloads=downloads,
         reviewed=shown(packet) or "",
-        approved=packet.approval.reviewed or "" if packet.approval else "")
+        approved=packet.approval.reviewed or "" if packet.approval else "",
+        earlier=earlier, previews=tuple(preview_view(p) for p in previews))
+
+
+def window(events: Sequence[Event], before: int | None) -> tuple[list[Event], int | None]:
+    """The latest TIMELINE_EVENTS events before the cursor `before` (a seq; None: the
+    newest), newest last, and the cursor of the page before them (None: no earlier one)."""
+    kept = [e for e in events if before is None or e.seq < before]
+    latest = kept[-TIMELINE_EVENTS:]
+    return latest, (latest[0].seq if len(kept) > len(latest) else None)
 
 
 def possible(packet: Packet, allowed: Collection[str]) -> frozenset[str]:
     """The allowed owner actions the run's state offers: review, approve and changes while
-    it waits for review; cancel until it is finished; adopt while a gate awaits the owner's
-    adoption, until approval. (The use cases decide again.)"""
+    it waits for review; cancel and transfer until it is finished; unblock while a blocker
+    is open; adopt while a gate awaits the owner's adoption, until approval. (The use
+    cases decide again.)"""
     offered = set()
+    if packet.open_blockers:
+        offered.add("unblock")
     if packet.state is State.READY_FOR_REVIEW:
         offered |= {"review", "approve", "changes"}
     if packet.state not in TERMINAL:
-        offered.add("cancel")
+        offered |= {"cancel", "transfer"}
     if packet.approval is None and packet.state not in TERMINAL and any(
             v.awaits_adoption for v in verdicts(packet, None)):
         offered.add("adopt")

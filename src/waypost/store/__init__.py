@@ -7,6 +7,7 @@ up from the current directory (like `.git`).
     answers.py  the answers queue's part: answers from Slack and GitHub until carried out
     keys.py     the signing keys' part: public keys with their holder and validity
     imports.py  the imported runs' part: runs brought in from bundles, read-only
+    windows.py  the event windows' part: the latest events of a run, without the rest
     records.py  what a store hands back besides packets (schema, doctor, prune, sweeper lock)
     shared.py   what both backends share: limits, versions, the sweep's overlap
     sqlite/     the embedded backend (the default)

@@ -25,6 +25,7 @@ from waypost.store.cursors import InboxCursors
 from waypost.store.imports import ImportedRuns
 from waypost.store.keys import KeyRing
 from waypost.store.shared import Skipped
+from waypost.store.windows import EventWindows
 
 if TYPE_CHECKING:  # records load where they are made: a heartbeat makes none
     from waypost.events import Event  # events load where they are built or read: `show` reads none
@@ -81,7 +82,7 @@ def lost_lease(current: Delivery, relay: str) -> StaleLease:
     )
 
 
-class Store(InboxCursors, AnswerQueue, KeyRing, ImportedRuns, ABC):
+class Store(InboxCursors, AnswerQueue, KeyRing, ImportedRuns, EventWindows, ABC):
     """Where packets, their events and blobs live. Every write is one durable transaction."""
 
     url: str

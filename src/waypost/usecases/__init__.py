@@ -27,6 +27,7 @@ store's one write primitive.
                  as the mapped actor, each bound to the reviewed result
     views.py     packets with their observed view, for every reader
     reading.py   the read model: a run, its events and artifacts as their reader may see them
+    previews.py  artifacts previewed and diffed, evidence logs: for a reader who sees all
     a2a.py       a packet as an A2A v1 Task
     waiting.py   `wait`: runs followed on the store's change cursor, one follower per store
     github_answers.py  a `/waypost` command on GitHub decided into an answer, its reply

@@ -11,7 +11,7 @@ Nothing here writes: what a reader sees changes no stored event.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime
 
 from waypost.config import Config
@@ -66,6 +66,18 @@ def events(store: Store, caller: Caller | None, run_id: str, *,
     packet = readable(store, caller, run_id)
     return readers.events_seen(store.events(run_id), readers.sight(caller, packet),
                                deny=config.deny, allow=config.allow, fold=fold)
+
+
+def events_window(store: Store, caller: Caller | None, run_id: str, *, limit: int,
+                  before: int | None = None, types: Collection[str] = (),
+                  config: Config = NO_CONFIG) -> list[Event]:
+    """The run's last `limit` stored events before seq `before` (of `types`, when given),
+    as `caller` may see them (`events`; a viewer's without the heartbeats among them)."""
+    packet = readable(store, caller, run_id)
+    return readers.events_seen(store.events_window(run_id, before=before, limit=limit,
+                                                   types=types),
+                               readers.sight(caller, packet), deny=config.deny,
+                               allow=config.allow)
 
 
 def artifact(store: Store, caller: Caller | None, run_id: str,

@@ -36,6 +36,7 @@ from waypost.store.postgres import keys as keys_sql
 from waypost.store.postgres import outbox as outbox_sql
 from waypost.store.postgres import watch as watch_sql
 from waypost.store.shared import Skipped, inbox_rows, readable_packets, stop_turn_setting
+from waypost.store.windows import NEWEST, decoded
 
 
 class PostgresSide(Store):
@@ -167,6 +168,17 @@ class PostgresSide(Store):
             return {}
         with self._cursor("read where runs came from", write=False) as cur:
             return imports_sql.origins(cur, run_ids)
+
+    def events_window(self, run_id: str, *, before: int | None = None, limit: int,
+                      types: Collection[str] = ()) -> list[Event]:
+        kinds = list(types)
+        with self._cursor(f"read the events of run {run_id}", write=False) as cur:
+            cur.execute("SELECT seq, coalesce(body_text, body::text) FROM events"
+                        " WHERE run_id = %s AND seq < %s AND (%s OR type = ANY(%s))"
+                        " ORDER BY seq DESC LIMIT %s",
+                        (run_id, before or NEWEST, not kinds, kinds, limit))
+            rows = cur.fetchall()
+        return decoded(run_id, reversed(rows))
 
     # --- the answers queue ----------------------------------------------------------------
 

@@ -27,6 +27,7 @@ from waypost.model import (
 from waypost.store.base import Store
 from waypost.store.cursors import SCAN_RUNS, InboxScan
 from waypost.store.shared import Skipped, inbox_rows, readable_packets
+from waypost.store.windows import NEWEST, decoded
 
 if TYPE_CHECKING:  # made where they are used: a heartbeat makes none
     from waypost.events import Event
@@ -154,6 +155,18 @@ class SqliteSide(Store):
             return {}
         with self._reading("read where runs came from") as db:
             return imports.origins(db, run_ids)
+
+    def events_window(self, run_id: str, *, before: int | None = None, limit: int,
+                      types: Collection[str] = ()) -> list[Event]:
+        kinds = tuple(types)
+        if self._db is None:
+            return []
+        query = ("SELECT seq, CAST(body AS BLOB) FROM events WHERE run_id = ? AND seq < ?"
+                 + (f" AND type IN ({', '.join('?' * len(kinds))})" if kinds else "")
+                 + " ORDER BY seq DESC LIMIT ?")
+        with self._reading(f"read the events of run {run_id}") as db:
+            rows = db.execute(query, (run_id, before or NEWEST, *kinds, limit)).fetchall()
+        return decoded(run_id, reversed(rows))
 
     # --- the answers queue ----------------------------------------------------------------
 
