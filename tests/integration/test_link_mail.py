@@ -174,6 +174,7 @@ def test_a_link_used_twice_is_refused_and_stores_nothing(world: World) -> None:
     assert world.grants() == before
 
 
+@pytest.mark.parametrize("world", ["sqlite"], indirect=True)  # both stores: conformance
 def test_a_late_link_is_refused(world: World) -> None:
     run = world.ready_run(at=utcnow() - timedelta(days=8))  # links last seven days
     link = world.link_of(run)
@@ -190,6 +191,7 @@ def test_a_late_link_is_refused(world: World) -> None:
     assert world.state(run) is State.READY_FOR_REVIEW
 
 
+@pytest.mark.parametrize("world", ["sqlite"], indirect=True)  # both stores: conformance
 def test_a_changed_link_is_refused(world: World) -> None:
     run = world.ready_run()
     link = world.link_of(run)
@@ -206,6 +208,7 @@ def test_a_changed_link_is_refused(world: World) -> None:
     assert world.grants() == []
 
 
+@pytest.mark.parametrize("world", ["sqlite"], indirect=True)  # both stores: conformance
 def test_a_link_session_acts_on_its_own_run_alone(world: World) -> None:
     run = world.ready_run()
     other = world.ready_run(title="Another run of alice's")
@@ -228,6 +231,7 @@ def test_a_link_session_acts_on_its_own_run_alone(world: World) -> None:
     assert world.state(run) is State.READY_FOR_REVIEW
 
 
+@pytest.mark.parametrize("world", ["sqlite"], indirect=True)  # both stores: conformance
 def test_signing_out_ends_the_session_in_every_browser(world: World) -> None:
     run = world.ready_run()
     link = world.link_of(run)
@@ -248,6 +252,7 @@ def test_signing_out_ends_the_session_in_every_browser(world: World) -> None:
     assert world.state(run) is State.READY_FOR_REVIEW
 
 
+@pytest.mark.parametrize("world", ["sqlite"], indirect=True)  # both stores: conformance
 def test_a_server_without_the_secret_takes_no_link(world: World,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     run = world.ready_run()

@@ -144,6 +144,7 @@ def test_review_then_approve_by_buttons_delivers_the_result(
     assert PUBLIC in final["text"]
 
 
+@pytest.mark.parametrize("url", ["sqlite"], indirect=True)  # both stores: conformance
 def test_request_changes_with_a_typed_reason_or_cancel_without_one(
         url: str, slack: FakeSlack, served: tuple[str, Store]) -> None:
     base, store = served
@@ -164,6 +165,7 @@ def test_request_changes_with_a_typed_reason_or_cancel_without_one(
     assert "from Slack by UOWNER1" in (packet.cancel_reason or "")
 
 
+@pytest.mark.parametrize("url", ["sqlite"], indirect=True)  # both stores: conformance
 def test_forged_stale_replayed_or_unmapped_requests_change_nothing(
         url: str, slack: FakeSlack, served: tuple[str, Store]) -> None:
     base, store = served
@@ -246,6 +248,7 @@ def test_without_a_signing_secret_the_route_takes_nothing(
         assert dump(url) == before
 
 
+@pytest.mark.parametrize("url", ["sqlite"], indirect=True)  # both stores: conformance
 def test_a_body_that_is_not_a_form_or_too_large_is_refused_before_it_is_read(
         url: str, slack: FakeSlack, served: tuple[str, Store]) -> None:
     import httpx
@@ -260,6 +263,7 @@ def test_a_body_that_is_not_a_form_or_too_large_is_refused_before_it_is_read(
     assert slack_support.send(base, b"payload=%7B%7D").status_code == 422
 
 
+@pytest.mark.parametrize("url", ["sqlite"], indirect=True)  # both stores: conformance
 def test_the_input_a_run_is_blocked_on_is_typed_in_slack(
         url: str, slack: FakeSlack, served: tuple[str, Store]) -> None:
     base, store = served
