@@ -98,7 +98,7 @@ LOCAL_ONLY = {"a stranger takes a live lease", "w1 approves its own result"}
 
 
 def _cases() -> Iterator[object]:
-    for backend in BACKENDS:
+    for backend in BACKENDS[:1]:  # the words are the doors'; the store's part: conformance
         for door in (Door.MCP_STDIO, Door.MCP_HTTP, Door.HTTP):
             for refusal in REFUSALS:
                 if door is not Door.MCP_STDIO and refusal[0] in LOCAL_ONLY:

@@ -32,7 +32,7 @@ TAKING_DOORS = (Door.SDK, Door.CLI, Door.HTTP, Door.MCP_STDIO, Door.MCP_HTTP)
 
 
 def _cases() -> Iterator[object]:
-    for backend in BACKENDS:
+    for backend in BACKENDS[:1]:  # the fencing on both stores: conformance (test_late_worker)
         for door in TAKING_DOORS:
             yield pytest.param(backend, door, id=f"{backend}-{door}")
 
